@@ -1,0 +1,1 @@
+//! gige-mac (placeholder, filled in by its issue).

@@ -1,0 +1,1 @@
+//! host-driver (placeholder, filled in by its issue).

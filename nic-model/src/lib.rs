@@ -1,0 +1,1 @@
+//! nic-model (placeholder, filled in by its issue).

@@ -1,0 +1,1 @@
+//! pci-model (placeholder, filled in by its issue).

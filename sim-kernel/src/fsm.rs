@@ -1,0 +1,65 @@
+//! Explicit state machines: a state enum plus one transition function that traces.
+//!
+//! Components keep each state machine in an [`Fsm`] and change state only through
+//! [`Fsm::set`], so every transition reaches the trace sink (for waveforms) and the
+//! `tracing` log, and none is silent.
+
+use crate::kernel::Ctx;
+use crate::trace::Transition;
+
+/// A state enum that can name its states (for traces and waveforms).
+pub trait StateName: Copy + PartialEq + core::fmt::Debug {
+    /// The state's name, e.g. `"fetch-descriptor"`.
+    fn name(self) -> &'static str;
+}
+
+/// One state machine of a component.
+#[derive(Clone, Debug)]
+pub struct Fsm<S> {
+    machine: &'static str,
+    state: S,
+}
+
+impl<S: StateName> Fsm<S> {
+    /// A state machine called `machine` (e.g. `"tx"`) starting in `initial`.
+    #[must_use]
+    pub const fn new(machine: &'static str, initial: S) -> Self {
+        Self {
+            machine,
+            state: initial,
+        }
+    }
+
+    /// The current state.
+    #[inline]
+    #[must_use]
+    pub fn state(&self) -> S {
+        self.state
+    }
+
+    /// The machine's name.
+    #[must_use]
+    pub fn machine(&self) -> &'static str {
+        self.machine
+    }
+
+    /// Moves to `to`, recording the transition (a no-op transition is not recorded).
+    pub fn set<M>(&mut self, to: S, ctx: &mut Ctx<'_, M>) {
+        if to == self.state {
+            return;
+        }
+        let from = self.state;
+        self.state = to;
+        tracing::trace!(target: "kernel::fsm", machine = self.machine, from = from.name(), to = to.name());
+        if ctx.tracing() {
+            let t = Transition {
+                time: ctx.now(),
+                component: ctx.me(),
+                machine: self.machine,
+                from: from.name(),
+                to: to.name(),
+            };
+            ctx.trace().transition(t);
+        }
+    }
+}

@@ -1,0 +1,498 @@
+//! The simulation kernel: clock domains, component ids, the run loop, and the [`Ctx`]
+//! through which a component sends messages and asks to be woken.
+//!
+//! The kernel is generic over the message type `M` of one simulated system and knows
+//! nothing of what components are: a [`World`] owns them and routes each delivered
+//! message to its target. Rules it enforces:
+//!
+//! - every message is delivered on an edge of the *receiving* component's clock domain,
+//!   at least one cycle of that domain after it was sent (registered interfaces, as in
+//!   synchronous hardware), so the order of components within one edge cannot change
+//!   results;
+//! - a component runs only when a message (or the wake-up it asked for) arrives: there is
+//!   no global tick;
+//! - events at one instant run in (priority, insertion) order, so a run is a pure
+//!   function of its inputs.
+//!
+//! ```text
+//!  World::deliver(to, msg, ctx) --ctx.send(peer, m)--> queue (time, prio, seq) --pop--+
+//!        ^                                                                            |
+//!        +----------------------------------------------------------------------------+
+//! ```
+
+use crate::clock::ClockDomain;
+use crate::queue::{EventQueue, Priority};
+use crate::time::{Cycles, Time};
+use crate::trace::{MsgId, Span, TraceSink};
+use core::fmt;
+
+/// Identifies a component within one kernel (an index, in order of registration).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ComponentId(pub u32);
+
+/// Identifies a clock domain within one kernel (an index, in order of registration).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DomainId(pub u16);
+
+impl fmt::Display for ComponentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "c{}", self.0)
+    }
+}
+
+/// The owner of a system's components: the kernel hands it every message to route.
+pub trait World<M> {
+    /// Delivers `msg` to component `to`, at `ctx.now()`, an edge of `to`'s domain.
+    fn deliver(&mut self, to: ComponentId, msg: M, ctx: &mut Ctx<'_, M>);
+}
+
+/// A component that handles messages of type `M` (for systems kept in a [`Registry`]).
+pub trait Component<M> {
+    /// Handles one message at `ctx.now()`.
+    fn handle(&mut self, msg: M, ctx: &mut Ctx<'_, M>);
+}
+
+/// A [`World`] that is simply a list of boxed components, indexed by their ids.
+pub struct Registry<M> {
+    components: Vec<Box<dyn Component<M>>>,
+}
+
+impl<M> Default for Registry<M> {
+    fn default() -> Self {
+        Self {
+            components: Vec::new(),
+        }
+    }
+}
+
+impl<M> Registry<M> {
+    /// An empty registry.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `component` with the kernel (name, clock domain) and keeps it here.
+    pub fn add(
+        &mut self,
+        kernel: &mut Kernel<M>,
+        name: impl Into<String>,
+        domain: DomainId,
+        component: Box<dyn Component<M>>,
+    ) -> ComponentId {
+        let id = kernel.add_component(name, domain);
+        debug_assert_eq!(id.0 as usize, self.components.len(), "register every component here");
+        self.components.push(component);
+        id
+    }
+}
+
+impl<M> World<M> for Registry<M> {
+    fn deliver(&mut self, to: ComponentId, msg: M, ctx: &mut Ctx<'_, M>) {
+        match self.components.get_mut(to.0 as usize) {
+            Some(c) => c.handle(msg, ctx),
+            None => tracing::warn!(target: "kernel", %to, "message to an unknown component dropped"),
+        }
+    }
+}
+
+/// What the run loop did, for reports ("simulated time per wall second").
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunStats {
+    /// Events delivered so far.
+    pub events: u64,
+    /// Simulated time reached.
+    pub simulated: Time,
+    /// Wall-clock time spent in the run loop.
+    pub wall: std::time::Duration,
+}
+
+impl RunStats {
+    /// Events per wall-clock second (0 if no wall time elapsed).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)]
+    pub fn events_per_second(&self) -> f64 {
+        let s = self.wall.as_secs_f64();
+        if s > 0.0 {
+            self.events as f64 / s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Why a call to [`Kernel::run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// No event is left.
+    Idle,
+    /// A component called [`Ctx::stop`].
+    Stopped,
+    /// The next event lies beyond the time limit (it stays queued).
+    TimeLimit,
+    /// The event budget was used up.
+    EventLimit,
+}
+
+/// Where a run stops if nothing stops it sooner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLimit {
+    /// Events later than this stay queued.
+    pub until: Time,
+    /// At most this many events are delivered in this call.
+    pub max_events: u64,
+}
+
+impl RunLimit {
+    /// No limit: run until idle or stopped.
+    pub const NONE: RunLimit = RunLimit {
+        until: Time::MAX,
+        max_events: u64::MAX,
+    };
+}
+
+struct ComponentInfo {
+    name: String,
+    domain: DomainId,
+}
+
+/// The event kernel of one simulated system.
+pub struct Kernel<M> {
+    now: Time,
+    queue: EventQueue<(ComponentId, M)>,
+    domains: Vec<ClockDomain>,
+    components: Vec<ComponentInfo>,
+    trace: TraceSink,
+    stats: RunStats,
+    stop: bool,
+}
+
+impl<M> Kernel<M> {
+    /// An empty kernel at time zero; `trace` says whether the trace sink records.
+    #[must_use]
+    pub fn new(trace: bool) -> Self {
+        Self {
+            now: Time::ZERO,
+            queue: EventQueue::new(),
+            domains: Vec::new(),
+            components: Vec::new(),
+            trace: TraceSink::new(trace),
+            stats: RunStats::default(),
+            stop: false,
+        }
+    }
+
+    /// Registers a clock domain.
+    ///
+    /// # Panics
+    /// More than 65 536 domains (a wiring bug, not an input).
+    pub fn add_domain(&mut self, domain: ClockDomain) -> DomainId {
+        let id = DomainId(u16::try_from(self.domains.len()).expect("at most 65536 clock domains"));
+        self.domains.push(domain);
+        id
+    }
+
+    /// The domain `id`.
+    ///
+    /// # Panics
+    /// An id this kernel did not hand out.
+    #[must_use]
+    pub fn domain(&self, id: DomainId) -> &ClockDomain {
+        &self.domains[usize::from(id.0)]
+    }
+
+    /// All domains, indexed by [`DomainId`].
+    #[must_use]
+    pub fn domains(&self) -> &[ClockDomain] {
+        &self.domains
+    }
+
+    /// The id of the domain called `name`, if any.
+    #[must_use]
+    pub fn domain_by_name(&self, name: &str) -> Option<DomainId> {
+        self.domains
+            .iter()
+            .position(|d| d.name() == name)
+            .and_then(|i| u16::try_from(i).ok())
+            .map(DomainId)
+    }
+
+    /// Registers a component clocked by `domain`; messages to it land on that domain's edges.
+    ///
+    /// # Panics
+    /// A domain id this kernel did not hand out, or more than 2^32 components.
+    pub fn add_component(&mut self, name: impl Into<String>, domain: DomainId) -> ComponentId {
+        assert!(usize::from(domain.0) < self.domains.len(), "unknown clock domain");
+        let id = ComponentId(u32::try_from(self.components.len()).expect("at most 2^32 components"));
+        self.components.push(ComponentInfo {
+            name: name.into(),
+            domain,
+        });
+        id
+    }
+
+    /// The name component `id` was registered with.
+    #[must_use]
+    pub fn component_name(&self, id: ComponentId) -> &str {
+        self.components
+            .get(id.0 as usize)
+            .map_or("?", |c| c.name.as_str())
+    }
+
+    /// The clock domain of component `id`.
+    ///
+    /// # Panics
+    /// An id this kernel did not hand out.
+    #[must_use]
+    pub fn component_domain(&self, id: ComponentId) -> DomainId {
+        self.components[id.0 as usize].domain
+    }
+
+    /// Number of registered components.
+    #[must_use]
+    pub fn component_count(&self) -> usize {
+        self.components.len()
+    }
+
+    /// The current simulated time.
+    #[must_use]
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Run statistics so far.
+    #[must_use]
+    pub fn stats(&self) -> RunStats {
+        self.stats
+    }
+
+    /// The trace sink.
+    #[must_use]
+    pub fn trace(&self) -> &TraceSink {
+        &self.trace
+    }
+
+    /// The trace sink, to enable, clear or read it between runs.
+    pub fn trace_mut(&mut self) -> &mut TraceSink {
+        &mut self.trace
+    }
+
+    /// Number of queued events.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Injects a message from outside the system (a testbench), delivered on the first
+    /// edge of the receiver's domain at or after `max(at, now)`.
+    pub fn post(&mut self, to: ComponentId, at: Time, msg: M) {
+        let d = &self.domains[usize::from(self.components[to.0 as usize].domain.0)];
+        let t = d.edge_at_or_after(at.max(self.now));
+        self.queue.push(t, Priority::NORMAL, (to, msg));
+    }
+
+    /// Delivers events to `world` in order until the queue is empty, a component calls
+    /// [`Ctx::stop`], or `limit` is reached.
+    pub fn run<W: World<M>>(&mut self, world: &mut W, limit: RunLimit) -> RunOutcome {
+        let wall = std::time::Instant::now();
+        self.stop = false;
+        let mut budget = limit.max_events;
+        let outcome = loop {
+            if budget == 0 {
+                break RunOutcome::EventLimit;
+            }
+            let Some(next) = self.queue.peek_time() else {
+                break RunOutcome::Idle;
+            };
+            if next > limit.until {
+                break RunOutcome::TimeLimit;
+            }
+            let Some(entry) = self.queue.pop() else {
+                break RunOutcome::Idle;
+            };
+            debug_assert!(entry.time() >= self.now, "time went backwards");
+            self.now = entry.time();
+            let (to, msg) = entry.item;
+            self.stats.events += 1;
+            budget -= 1;
+            let mut ctx = Ctx { kernel: self, me: to };
+            world.deliver(to, msg, &mut ctx);
+            if self.stop {
+                break RunOutcome::Stopped;
+            }
+        };
+        self.stats.simulated = self.now;
+        self.stats.wall += wall.elapsed();
+        outcome
+    }
+
+    /// Runs until idle or stopped.
+    pub fn run_to_idle<W: World<M>>(&mut self, world: &mut W) -> RunOutcome {
+        self.run(world, RunLimit::NONE)
+    }
+
+    /// Runs every event at or before `until`.
+    pub fn run_until<W: World<M>>(&mut self, world: &mut W, until: Time) -> RunOutcome {
+        self.run(
+            world,
+            RunLimit {
+                until,
+                max_events: u64::MAX,
+            },
+        )
+    }
+
+    fn push_to(&mut self, to: ComponentId, earliest: Time, min_cycles: Cycles, prio: Priority, msg: M) {
+        let d = &self.domains[usize::from(self.components[to.0 as usize].domain.0)];
+        let floor = d.edge_after(self.now, min_cycles);
+        let t = d.edge_at_or_after(earliest).max(floor);
+        self.queue.push(t, prio, (to, msg));
+    }
+}
+
+/// What a component may do while it handles a message: read the time, send messages,
+/// ask to be woken, record trace spans, stop the run.
+pub struct Ctx<'a, M> {
+    kernel: &'a mut Kernel<M>,
+    me: ComponentId,
+}
+
+impl<M> Ctx<'_, M> {
+    /// The current instant (an edge of this component's domain).
+    #[inline]
+    #[must_use]
+    pub fn now(&self) -> Time {
+        self.kernel.now
+    }
+
+    /// The component being run.
+    #[inline]
+    #[must_use]
+    pub fn me(&self) -> ComponentId {
+        self.me
+    }
+
+    /// This component's clock domain id.
+    #[must_use]
+    pub fn my_domain_id(&self) -> DomainId {
+        self.kernel.component_domain(self.me)
+    }
+
+    /// This component's clock domain.
+    #[must_use]
+    pub fn my_domain(&self) -> &ClockDomain {
+        self.kernel.domain(self.kernel.component_domain(self.me))
+    }
+
+    /// The clock domain of component `id`.
+    #[must_use]
+    pub fn domain_of(&self, id: ComponentId) -> &ClockDomain {
+        self.kernel.domain(self.kernel.component_domain(id))
+    }
+
+    /// A domain by id.
+    #[must_use]
+    pub fn domain(&self, id: DomainId) -> &ClockDomain {
+        self.kernel.domain(id)
+    }
+
+    /// Sends `msg` to `to`: it arrives one cycle of `to`'s domain later (on the edge after
+    /// the first edge at or after now).
+    #[inline]
+    pub fn send(&mut self, to: ComponentId, msg: M) {
+        self.kernel
+            .push_to(to, Time::ZERO, Cycles(1), Priority::NORMAL, msg);
+    }
+
+    /// Sends `msg` to `to`, arriving `n` cycles of `to`'s domain later (`n` < 1 counts as 1).
+    #[inline]
+    pub fn send_after(&mut self, to: ComponentId, n: Cycles, msg: M) {
+        self.kernel
+            .push_to(to, Time::ZERO, Cycles(n.0.max(1)), Priority::NORMAL, msg);
+    }
+
+    /// Sends `msg` to `to` with a tie-break priority, `n` (>= 1) of its cycles later.
+    #[inline]
+    pub fn send_after_with(&mut self, to: ComponentId, n: Cycles, prio: Priority, msg: M) {
+        self.kernel.push_to(to, Time::ZERO, Cycles(n.0.max(1)), prio, msg);
+    }
+
+    /// Sends `msg` to `to`, arriving on `to`'s first edge at or after `at`, but never
+    /// sooner than one of its cycles from now (for links with a latency of their own,
+    /// such as a cable).
+    #[inline]
+    pub fn send_at(&mut self, to: ComponentId, at: Time, msg: M) {
+        self.kernel.push_to(to, at, Cycles(1), Priority::NORMAL, msg);
+    }
+
+    /// Asks to be woken with `msg` after `n` (>= 1) cycles of this component's domain.
+    #[inline]
+    pub fn wake_after(&mut self, n: Cycles, msg: M) {
+        let me = self.me;
+        self.send_after(me, n, msg);
+    }
+
+    /// Asks to be woken with `msg` after `n` (>= 1) cycles, with a tie-break priority.
+    #[inline]
+    pub fn wake_after_with(&mut self, n: Cycles, prio: Priority, msg: M) {
+        let me = self.me;
+        self.send_after_with(me, n, prio, msg);
+    }
+
+    /// Asks to be woken with `msg` on this domain's first edge at or after `at` (and at
+    /// least one cycle from now).
+    #[inline]
+    pub fn wake_at(&mut self, at: Time, msg: M) {
+        let me = self.me;
+        self.send_at(me, at, msg);
+    }
+
+    /// The trace sink.
+    #[inline]
+    pub fn trace(&mut self) -> &mut TraceSink {
+        &mut self.kernel.trace
+    }
+
+    /// Whether tracing is on (check before building costly trace data).
+    #[inline]
+    #[must_use]
+    pub fn tracing(&self) -> bool {
+        self.kernel.trace.enabled()
+    }
+
+    /// Records a span of work by this component, in its own domain.
+    #[inline]
+    pub fn span(&mut self, msg: MsgId, stage: &'static str, start: Time, end: Time) {
+        if self.kernel.trace.enabled() {
+            let domain = self.kernel.component_domain(self.me);
+            self.kernel.trace.span(Span {
+                msg,
+                stage,
+                component: self.me,
+                domain,
+                start,
+                end,
+            });
+        }
+    }
+
+    /// Records a span of work by this component, clocked in another domain (e.g. a PCI
+    /// transfer run by the card).
+    #[inline]
+    pub fn span_in(&mut self, msg: MsgId, stage: &'static str, domain: DomainId, start: Time, end: Time) {
+        let component = self.me;
+        self.kernel.trace.span_with(|| Span {
+            msg,
+            stage,
+            component,
+            domain,
+            start,
+            end,
+        });
+    }
+
+    /// Ends the run after this message has been handled (the queue keeps its events).
+    pub fn stop(&mut self) {
+        self.kernel.stop = true;
+    }
+}

@@ -1,0 +1,33 @@
+//! `sim-kernel`: the clocked discrete-event kernel hvia-sim runs on.
+//!
+//! - [`time`]: [`Time`] and [`Duration`] in picoseconds, [`Cycles`], [`Bytes`];
+//! - [`clock`]: [`ClockDomain`] with exact edge arithmetic;
+//! - [`queue`]: the `(time, priority, sequence)` event queue, ties first in first out;
+//! - [`kernel`]: [`Kernel`], [`Ctx`], [`World`]; messages land on the receiver's edges,
+//!   at least one of its cycles after they are sent;
+//! - [`trace`]: spans and state transitions for reports, one branch when off;
+//! - [`fsm`]: explicit state machines whose every transition is traced;
+//! - [`rng`]: the seeded generator every random choice comes from.
+//!
+//! A run is a pure function of its configuration and seed: no wall clock, no hash-map
+//! iteration order and no threads influence it.
+
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod fsm;
+pub mod kernel;
+pub mod queue;
+pub mod rng;
+pub mod time;
+pub mod trace;
+
+pub use clock::{ClockDomain, ClockError};
+pub use fsm::{Fsm, StateName};
+pub use kernel::{
+    Component, ComponentId, Ctx, DomainId, Kernel, Registry, RunLimit, RunOutcome, RunStats, World,
+};
+pub use queue::Priority;
+pub use rng::SplitMix64;
+pub use time::{Bytes, Cycles, Duration, Time};
+pub use trace::{MsgId, Span, TraceSink, Transition};

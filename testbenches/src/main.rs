@@ -1,0 +1,2 @@
+//! The `hvia` command.
+fn main() {}
