@@ -26,7 +26,7 @@ use bitflags::bitflags;
 pub struct MemHandle(pub u32);
 
 impl MemHandle {
-    /// Width of the index field [bits].
+    /// Width of the index field \[bits\].
     pub const INDEX_BITS: u32 = 20;
     /// Mask of the index field (bits 19:0).
     pub const INDEX_MASK: u32 = (1 << Self::INDEX_BITS) - 1;

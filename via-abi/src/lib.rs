@@ -34,20 +34,20 @@
 
 #[macro_use]
 mod view;
-mod bytes;
 pub mod att;
 pub mod descriptor;
 pub mod doorbell;
 pub mod dp83820;
+mod endian;
 pub mod ethernet;
 pub mod handle;
 pub mod wire_header;
 
 pub use att::{AttError, AttRegionRepr, L1Entry, L1Repr, L2Entry, L2Repr, RegionSpec};
 pub use descriptor::{
-    AddressSegment, AddressSegmentRepr, CompletedOp, Control, ControlSegment,
-    ControlSegmentRepr, DataSegment, DataSegmentRepr, DescriptorFault, DescriptorRepr, Op,
-    Status,
+    AddressSegment, AddressSegmentRepr, CompletedOp, Control, ControlSegment, ControlSegmentRepr,
+    DataSegment, DataSegmentRepr, DescriptorFault, DescriptorRepr, FieldSpan, Op, Status,
+    WorkQueue, DESCRIPTOR_ALIGN,
 };
 pub use doorbell::{Doorbell, DoorbellRepr, Queue};
 pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
@@ -81,9 +81,9 @@ pub enum Error {
     Truncated {
         /// Human-readable name of the layout.
         layout: &'static str,
-        /// Bytes needed [bytes].
+        /// Bytes needed \[bytes\].
         need: usize,
-        /// Bytes available [bytes].
+        /// Bytes available \[bytes\].
         got: usize,
     },
     /// A field holds a value this crate cannot represent or that contradicts another field.

@@ -7,7 +7,7 @@
 //! | 8..12 | remote memory handle | `remote_handle` |
 //! | 12..16 | reserved | `reserved` |
 
-use crate::bytes::{set_u32_le, set_u64_le, u32_le, u64_le};
+use crate::endian::{set_u32_le, set_u64_le, u32_le, u64_le};
 use crate::handle::MemHandle;
 use crate::{Error, FieldInfo};
 
@@ -23,14 +23,23 @@ pub mod field {
     pub const RESERVED: Field = 12..16;
 }
 
-/// Length of an address segment [bytes].
+/// Length of an address segment \[bytes\].
 pub const ADDRESS_SEGMENT_LEN: usize = field::RESERVED.end;
 
 /// Field table of the address segment, in byte order.
 pub const FIELDS: &[FieldInfo] = &[
-    FieldInfo { name: "remote_va", range: field::REMOTE_VA },
-    FieldInfo { name: "remote_handle", range: field::REMOTE_HANDLE },
-    FieldInfo { name: "reserved", range: field::RESERVED },
+    FieldInfo {
+        name: "remote_va",
+        range: field::REMOTE_VA,
+    },
+    FieldInfo {
+        name: "remote_handle",
+        range: field::REMOTE_HANDLE,
+    },
+    FieldInfo {
+        name: "reserved",
+        range: field::RESERVED,
+    },
 ];
 
 const LAYOUT: &str = "VI descriptor address segment";
@@ -144,7 +153,11 @@ mod tests {
     fn short_buffer_is_an_error() {
         assert!(matches!(
             AddressSegment::new_checked(&BYTES[..15]),
-            Err(Error::Truncated { need: 16, got: 15, .. })
+            Err(Error::Truncated {
+                need: 16,
+                got: 15,
+                ..
+            })
         ));
     }
 

@@ -218,7 +218,12 @@ mod tests {
         assert_eq!(Control::from_bits_retain(0x0003).op(), Op::Reserved);
         assert_eq!(Control::from_op(Op::RdmaRead).bits(), 2);
         assert_eq!(Control::IMMEDIATE.with_op(Op::RdmaWrite).bits(), 0x5);
-        assert_eq!(Control::from_bits_retain(0xFFFF).with_op(Op::SendRecv).bits(), 0xFFFC);
+        assert_eq!(
+            Control::from_bits_retain(0xFFFF)
+                .with_op(Op::SendRecv)
+                .bits(),
+            0xFFFC
+        );
     }
 
     #[test]
@@ -233,8 +238,14 @@ mod tests {
         assert_eq!(e.completed_op(), CompletedOp::Receive);
         assert_eq!(Status::ERROR_MASK, 0x1FE);
         assert_eq!(Status::RESERVED_MASK, 0xFFF0_FE00);
-        assert_eq!(Status::from_bits_retain(0x0005_0000).completed_op(), CompletedOp::Unknown(5));
-        assert_eq!(Status::from_bits_retain(0x0007_0000).completed_op(), CompletedOp::Unknown(7));
+        assert_eq!(
+            Status::from_bits_retain(0x0005_0000).completed_op(),
+            CompletedOp::Unknown(5)
+        );
+        assert_eq!(
+            Status::from_bits_retain(0x0007_0000).completed_op(),
+            CompletedOp::Unknown(7)
+        );
         assert_eq!(
             Status::DONE.with_completed_op(CompletedOp::RdmaRead).bits(),
             0x0004_0001

@@ -8,11 +8,11 @@
 //! | 14..16 | control ([`Control`]) | `control` |
 //! | 16..20 | reserved | `reserved` |
 //! | 20..24 | immediate data | `immediate` |
-//! | 24..28 | total length [bytes] | `length` |
+//! | 24..28 | total length \[bytes\] | `length` |
 //! | 28..32 | status ([`Status`]) | `status` |
 
 use super::bits::{Control, Status};
-use crate::bytes::{set_u16_le, set_u32_le, set_u64_le, u16_le, u32_le, u64_le};
+use crate::endian::{set_u16_le, set_u32_le, set_u64_le, u16_le, u32_le, u64_le};
 use crate::handle::MemHandle;
 use crate::{Error, FieldInfo};
 
@@ -32,25 +32,49 @@ pub mod field {
     pub const RESERVED: Field = 16..20;
     /// Immediate data (4 bytes).
     pub const IMMEDIATE: Field = 20..24;
-    /// Total length [bytes] (4 bytes).
+    /// Total length \[bytes\] (4 bytes).
     pub const LENGTH: Field = 24..28;
     /// Status word (4 bytes).
     pub const STATUS: Field = 28..32;
 }
 
-/// Length of the control segment [bytes].
+/// Length of the control segment \[bytes\].
 pub const CONTROL_SEGMENT_LEN: usize = field::STATUS.end;
 
 /// Field table of the control segment, in byte order.
 pub const FIELDS: &[FieldInfo] = &[
-    FieldInfo { name: "next_va", range: field::NEXT_VA },
-    FieldInfo { name: "next_handle", range: field::NEXT_HANDLE },
-    FieldInfo { name: "seg_count", range: field::SEG_COUNT },
-    FieldInfo { name: "control", range: field::CONTROL },
-    FieldInfo { name: "reserved", range: field::RESERVED },
-    FieldInfo { name: "immediate", range: field::IMMEDIATE },
-    FieldInfo { name: "length", range: field::LENGTH },
-    FieldInfo { name: "status", range: field::STATUS },
+    FieldInfo {
+        name: "next_va",
+        range: field::NEXT_VA,
+    },
+    FieldInfo {
+        name: "next_handle",
+        range: field::NEXT_HANDLE,
+    },
+    FieldInfo {
+        name: "seg_count",
+        range: field::SEG_COUNT,
+    },
+    FieldInfo {
+        name: "control",
+        range: field::CONTROL,
+    },
+    FieldInfo {
+        name: "reserved",
+        range: field::RESERVED,
+    },
+    FieldInfo {
+        name: "immediate",
+        range: field::IMMEDIATE,
+    },
+    FieldInfo {
+        name: "length",
+        range: field::LENGTH,
+    },
+    FieldInfo {
+        name: "status",
+        range: field::STATUS,
+    },
 ];
 
 const LAYOUT: &str = "VI descriptor control segment";
@@ -94,7 +118,7 @@ impl<T: AsRef<[u8]>> ControlSegment<T> {
         u32_le(self.buffer.as_ref(), field::IMMEDIATE)
     }
 
-    /// Total length [bytes]: the sum of the data segment lengths on a send queue, the
+    /// Total length \[bytes\]: the sum of the data segment lengths on a send queue, the
     /// bytes received once a receive descriptor completes.
     pub fn length(&self) -> u32 {
         u32_le(self.buffer.as_ref(), field::LENGTH)
@@ -137,7 +161,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ControlSegment<T> {
         set_u32_le(self.buffer.as_mut(), field::IMMEDIATE, v);
     }
 
-    /// Sets the total length [bytes].
+    /// Sets the total length \[bytes\].
     pub fn set_length(&mut self, v: u32) {
         set_u32_le(self.buffer.as_mut(), field::LENGTH, v);
     }
@@ -163,7 +187,7 @@ pub struct ControlSegmentRepr {
     pub reserved: u32,
     /// Immediate data.
     pub immediate: u32,
-    /// Total length [bytes].
+    /// Total length \[bytes\].
     pub length: u32,
     /// Status word.
     pub status: Status,
@@ -261,7 +285,11 @@ mod tests {
         let err = ControlSegment::new_checked(&BYTES[..31]).expect_err("short");
         assert_eq!(
             err,
-            Error::Truncated { layout: LAYOUT, need: 32, got: 31 }
+            Error::Truncated {
+                layout: LAYOUT,
+                need: 32,
+                got: 31
+            }
         );
         let view = ControlSegment::new_unchecked(&BYTES[..31]);
         assert!(ControlSegmentRepr::parse(&view).is_err());

@@ -4,9 +4,9 @@
 //! |---|---|---|
 //! | 0..8 | local buffer virtual address | `local_va` |
 //! | 8..12 | local memory handle | `local_handle` |
-//! | 12..16 | segment length [bytes] | `length` |
+//! | 12..16 | segment length \[bytes\] | `length` |
 
-use crate::bytes::{set_u32_le, set_u64_le, u32_le, u64_le};
+use crate::endian::{set_u32_le, set_u64_le, u32_le, u64_le};
 use crate::handle::MemHandle;
 use crate::{Error, FieldInfo};
 
@@ -18,18 +18,27 @@ pub mod field {
     pub const LOCAL_VA: Field = 0..8;
     /// Local memory handle (4 bytes).
     pub const LOCAL_HANDLE: Field = 8..12;
-    /// Segment length [bytes] (4 bytes).
+    /// Segment length \[bytes\] (4 bytes).
     pub const LENGTH: Field = 12..16;
 }
 
-/// Length of a data segment [bytes].
+/// Length of a data segment \[bytes\].
 pub const DATA_SEGMENT_LEN: usize = field::LENGTH.end;
 
 /// Field table of the data segment, in byte order.
 pub const FIELDS: &[FieldInfo] = &[
-    FieldInfo { name: "local_va", range: field::LOCAL_VA },
-    FieldInfo { name: "local_handle", range: field::LOCAL_HANDLE },
-    FieldInfo { name: "length", range: field::LENGTH },
+    FieldInfo {
+        name: "local_va",
+        range: field::LOCAL_VA,
+    },
+    FieldInfo {
+        name: "local_handle",
+        range: field::LOCAL_HANDLE,
+    },
+    FieldInfo {
+        name: "length",
+        range: field::LENGTH,
+    },
 ];
 
 const LAYOUT: &str = "VI descriptor data segment";
@@ -53,7 +62,7 @@ impl<T: AsRef<[u8]>> DataSegment<T> {
         MemHandle(u32_le(self.buffer.as_ref(), field::LOCAL_HANDLE))
     }
 
-    /// Segment length [bytes].
+    /// Segment length \[bytes\].
     pub fn length(&self) -> u32 {
         u32_le(self.buffer.as_ref(), field::LENGTH)
     }
@@ -70,7 +79,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> DataSegment<T> {
         set_u32_le(self.buffer.as_mut(), field::LOCAL_HANDLE, v.raw());
     }
 
-    /// Sets the segment length [bytes].
+    /// Sets the segment length \[bytes\].
     pub fn set_length(&mut self, v: u32) {
         set_u32_le(self.buffer.as_mut(), field::LENGTH, v);
     }
@@ -83,7 +92,7 @@ pub struct DataSegmentRepr {
     pub local_va: u64,
     /// Local memory handle.
     pub local_handle: MemHandle,
-    /// Segment length [bytes].
+    /// Segment length \[bytes\].
     pub length: u32,
 }
 
@@ -142,7 +151,11 @@ mod tests {
     fn short_buffer_is_an_error() {
         assert!(matches!(
             DataSegment::new_checked(&BYTES[..0]),
-            Err(Error::Truncated { need: 16, got: 0, .. })
+            Err(Error::Truncated {
+                need: 16,
+                got: 0,
+                ..
+            })
         ));
     }
 
