@@ -59,7 +59,11 @@ impl ClockDomain {
     ///
     /// # Errors
     /// A zero period, or a phase not below the period.
-    pub fn new(name: impl Into<String>, period: Duration, phase: Duration) -> Result<Self, ClockError> {
+    pub fn new(
+        name: impl Into<String>,
+        period: Duration,
+        phase: Duration,
+    ) -> Result<Self, ClockError> {
         if period.0 == 0 {
             return Err(ClockError::ZeroPeriod);
         }
@@ -276,7 +280,10 @@ mod tests {
         let p66 = ClockDomain::from_mhz("p66", 66.0).unwrap();
         let p33 = ClockDomain::from_mhz("p33", 33.0).unwrap();
         assert_eq!(p66.edge_after(Time(0), Cycles(2)), Time(30_304));
-        assert_ne!(p66.edge_after(Time(0), Cycles(2)), p33.edge_after(Time(0), Cycles(1)));
+        assert_ne!(
+            p66.edge_after(Time(0), Cycles(2)),
+            p33.edge_after(Time(0), Cycles(1))
+        );
     }
 
     #[test]

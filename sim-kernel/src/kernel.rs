@@ -81,7 +81,11 @@ impl<M> Registry<M> {
         component: Box<dyn Component<M>>,
     ) -> ComponentId {
         let id = kernel.add_component(name, domain);
-        debug_assert_eq!(id.0 as usize, self.components.len(), "register every component here");
+        debug_assert_eq!(
+            id.0 as usize,
+            self.components.len(),
+            "register every component here"
+        );
         self.components.push(component);
         id
     }
@@ -91,7 +95,9 @@ impl<M> World<M> for Registry<M> {
     fn deliver(&mut self, to: ComponentId, msg: M, ctx: &mut Ctx<'_, M>) {
         match self.components.get_mut(to.0 as usize) {
             Some(c) => c.handle(msg, ctx),
-            None => tracing::warn!(target: "kernel", %to, "message to an unknown component dropped"),
+            None => {
+                tracing::warn!(target: "kernel", %to, "message to an unknown component dropped")
+            }
         }
     }
 }
@@ -222,8 +228,12 @@ impl<M> Kernel<M> {
     /// # Panics
     /// A domain id this kernel did not hand out, or more than 2^32 components.
     pub fn add_component(&mut self, name: impl Into<String>, domain: DomainId) -> ComponentId {
-        assert!(usize::from(domain.0) < self.domains.len(), "unknown clock domain");
-        let id = ComponentId(u32::try_from(self.components.len()).expect("at most 2^32 components"));
+        assert!(
+            usize::from(domain.0) < self.domains.len(),
+            "unknown clock domain"
+        );
+        let id =
+            ComponentId(u32::try_from(self.components.len()).expect("at most 2^32 components"));
         self.components.push(ComponentInfo {
             name: name.into(),
             domain,
@@ -315,7 +325,10 @@ impl<M> Kernel<M> {
             let (to, msg) = entry.item;
             self.stats.events += 1;
             budget -= 1;
-            let mut ctx = Ctx { kernel: self, me: to };
+            let mut ctx = Ctx {
+                kernel: self,
+                me: to,
+            };
             world.deliver(to, msg, &mut ctx);
             if self.stop {
                 break RunOutcome::Stopped;
@@ -342,7 +355,14 @@ impl<M> Kernel<M> {
         )
     }
 
-    fn push_to(&mut self, to: ComponentId, earliest: Time, min_cycles: Cycles, prio: Priority, msg: M) {
+    fn push_to(
+        &mut self,
+        to: ComponentId,
+        earliest: Time,
+        min_cycles: Cycles,
+        prio: Priority,
+        msg: M,
+    ) {
         let d = &self.domains[usize::from(self.components[to.0 as usize].domain.0)];
         let floor = d.edge_after(self.now, min_cycles);
         let t = d.edge_at_or_after(earliest).max(floor);
@@ -414,7 +434,8 @@ impl<M> Ctx<'_, M> {
     /// Sends `msg` to `to` with a tie-break priority, `n` (>= 1) of its cycles later.
     #[inline]
     pub fn send_after_with(&mut self, to: ComponentId, n: Cycles, prio: Priority, msg: M) {
-        self.kernel.push_to(to, Time::ZERO, Cycles(n.0.max(1)), prio, msg);
+        self.kernel
+            .push_to(to, Time::ZERO, Cycles(n.0.max(1)), prio, msg);
     }
 
     /// Sends `msg` to `to`, arriving on `to`'s first edge at or after `at`, but never
@@ -422,7 +443,8 @@ impl<M> Ctx<'_, M> {
     /// such as a cable).
     #[inline]
     pub fn send_at(&mut self, to: ComponentId, at: Time, msg: M) {
-        self.kernel.push_to(to, at, Cycles(1), Priority::NORMAL, msg);
+        self.kernel
+            .push_to(to, at, Cycles(1), Priority::NORMAL, msg);
     }
 
     /// Asks to be woken with `msg` after `n` (>= 1) cycles of this component's domain.
@@ -479,7 +501,14 @@ impl<M> Ctx<'_, M> {
     /// Records a span of work by this component, clocked in another domain (e.g. a PCI
     /// transfer run by the card).
     #[inline]
-    pub fn span_in(&mut self, msg: MsgId, stage: &'static str, domain: DomainId, start: Time, end: Time) {
+    pub fn span_in(
+        &mut self,
+        msg: MsgId,
+        stage: &'static str,
+        domain: DomainId,
+        start: Time,
+        end: Time,
+    ) {
         let component = self.me;
         self.kernel.trace.span_with(|| Span {
             msg,

@@ -103,7 +103,8 @@ impl<T> EventQueue<T> {
         let seq = self.next_seq & SEQ_MASK;
         // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
         self.next_seq = self.next_seq.wrapping_add(1);
-        let key = (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
+        let key =
+            (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
         self.heap.push(Entry { key, item });
         seq
     }

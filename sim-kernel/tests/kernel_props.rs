@@ -61,15 +61,20 @@ impl World<Note> for Chaos {
     fn deliver(&mut self, to: ComponentId, msg: Note, ctx: &mut Ctx<'_, Note>) {
         let now = ctx.now();
         if now < self.last {
-            self.violations.push(format!("time went back {:?} -> {:?}", self.last, now));
+            self.violations
+                .push(format!("time went back {:?} -> {:?}", self.last, now));
         }
         self.last = now;
         let d = ctx.my_domain().clone();
         if !d.is_edge(now) {
-            self.violations.push(format!("{to} woken off its edge at {now}"));
+            self.violations
+                .push(format!("{to} woken off its edge at {now}"));
         }
         if msg.sent != Time::MAX && d.edge_after(msg.sent, Cycles(1)) > now {
-            self.violations.push(format!("{to} got a message less than a cycle after {}", msg.sent));
+            self.violations.push(format!(
+                "{to} got a message less than a cycle after {}",
+                msg.sent
+            ));
         }
         ctx.span(MsgId(u64::from(msg.id)), "hop", msg.sent.min(now), now);
         if self.left == 0 {
@@ -83,7 +88,10 @@ impl World<Note> for Chaos {
             let delay = Cycles(self.rng.below(4));
             #[allow(clippy::cast_possible_truncation)]
             let prio = Priority(self.rng.below(3) as u8);
-            let note = Note { sent: now, id: msg.id.wrapping_mul(7).wrapping_add(1) };
+            let note = Note {
+                sent: now,
+                id: msg.id.wrapping_mul(7).wrapping_add(1),
+            };
             ctx.send_after_with(peer, delay, prio, note);
         }
     }
@@ -106,7 +114,14 @@ fn chaos_run(seed: u64, events: u32) -> (u64, Vec<String>, u64) {
         violations: Vec::new(),
     };
     for (i, p) in peers.iter().enumerate() {
-        k.post(*p, Time(0), Note { sent: Time::MAX, id: u32::try_from(i).unwrap() });
+        k.post(
+            *p,
+            Time(0),
+            Note {
+                sent: Time::MAX,
+                id: u32::try_from(i).unwrap(),
+            },
+        );
     }
     k.run_to_idle(&mut w);
     (k.trace().digest(), w.violations, k.stats().events)
@@ -152,7 +167,10 @@ fn run_limits_and_stop() {
     k.post(c, Time(0), 0);
     assert_eq!(k.run_to_idle(&mut Stopper), sim_kernel::RunOutcome::Stopped);
     assert_eq!(k.now(), Time(30_000));
-    assert_eq!(k.run_until(&mut Stopper, Time(55_000)), sim_kernel::RunOutcome::TimeLimit);
+    assert_eq!(
+        k.run_until(&mut Stopper, Time(55_000)),
+        sim_kernel::RunOutcome::TimeLimit
+    );
     assert_eq!(k.now(), Time(50_000));
     assert_eq!(k.stats().events, 6);
     assert_eq!(k.pending(), 1);
