@@ -1,1 +1,13 @@
-//! testbenches (placeholder).
+//! `testbenches`: the system assembly of hvia-sim, its configuration and the `hvia`
+//! command.
+//!
+//! - [`config`]: the serde schema of a whole simulated system, the embedded presets,
+//!   `--config FILE` and `--set KEY=VALUE`, validation with located errors;
+//! - [`cli`]: the `hvia` command line (clap) and its subcommands;
+//! - [`report`]: output as table, JSON or CSV.
+
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod config;
+pub mod report;

@@ -1,0 +1,232 @@
+//! The `hvia` command line: options shared by every subcommand (format, preset or config
+//! file, `--set` overrides), the subcommands built so far, and what each one prints.
+//!
+//! The contract (names, JSON keys, exit status 2 on bad input) is in the project's
+//! `cli.md`; subcommands arrive with the testbenches that implement them.
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use std::path::PathBuf;
+
+use crate::config::{ConfigError, ConfigSource, SystemConfig, DEFAULT_PRESET, PRESETS};
+use crate::report::{aligned, csv, Format};
+
+/// A cycle-accurate simulator of the HVIA-GE card (hardware VIA with RDMA write
+/// over gigabit Ethernet) and the system around it.
+#[derive(Debug, Parser)]
+#[command(name = "hvia", version)]
+pub struct Cli {
+    /// Options every subcommand takes.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do; none runs the main job.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options every subcommand takes, before or after the subcommand's name.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Output format.
+    #[arg(long, global = true, value_enum, default_value_t)]
+    pub format: Format,
+    /// Embedded preset to start from (`hvia presets` lists them) [default: hvia-ge].
+    #[arg(long, global = true, value_name = "NAME", conflicts_with = "config")]
+    pub preset: Option<String>,
+    /// TOML file with a whole system configuration to start from.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override one config value, e.g. `--set pci.system.clock_mhz=66`; repeatable,
+    /// applied in order after the preset or file.
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+impl GlobalArgs {
+    /// Where the base configuration comes from.
+    #[must_use]
+    pub fn source(&self) -> ConfigSource {
+        match (&self.config, &self.preset) {
+            (Some(path), _) => ConfigSource::File(path.clone()),
+            (None, Some(name)) => ConfigSource::Preset(name.clone()),
+            (None, None) => ConfigSource::Preset(DEFAULT_PRESET.to_owned()),
+        }
+    }
+
+    /// The effective configuration: preset or file, then every `--set`, validated.
+    ///
+    /// # Errors
+    /// Any [`ConfigError`].
+    pub fn load_config(&self) -> Result<SystemConfig, ConfigError> {
+        SystemConfig::load(&self.source(), &self.sets)
+    }
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the embedded presets.
+    Presets,
+    /// Show the effective configuration (preset or file plus every --set).
+    Config(ConfigArgs),
+}
+
+/// Options of `hvia config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Print the effective configuration: TOML with each clock's period in picoseconds
+    /// for `--format table`, a JSON object, or `key,value` CSV.
+    #[arg(long, required = true)]
+    pub show: bool,
+}
+
+/// What a run of `hvia` prints and how it exits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Text for standard output.
+    pub stdout: String,
+    /// Text for standard error.
+    pub stderr: String,
+    /// Process exit status.
+    pub status: u8,
+}
+
+impl Outcome {
+    fn ok(stdout: String) -> Self {
+        Self {
+            stdout,
+            stderr: String::new(),
+            status: 0,
+        }
+    }
+}
+
+/// Runs the command `cli` describes. Bad input is an `Err` (the binary exits with 2).
+///
+/// # Errors
+/// Any [`ConfigError`] of the configuration or its output.
+pub fn run(cli: &Cli) -> Result<Outcome, ConfigError> {
+    let format = cli.global.format;
+    // Every command starts from the effective configuration, so bad input is reported
+    // whatever the command.
+    let cfg = cli.global.load_config()?;
+    match &cli.command {
+        None => Ok(no_subcommand()),
+        Some(Command::Presets) => Ok(Outcome::ok(presets(format)?)),
+        // `--show` is required by clap, so it is the only thing `config` does.
+        Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
+    }
+}
+
+/// `hvia` alone: the ping-pong is the main job, and it does not exist yet.
+fn no_subcommand() -> Outcome {
+    let mut stderr = String::from(
+        "hvia: the ping-pong testbench (the default job) is not built yet.\n\
+         Available subcommands:\n",
+    );
+    let cmd = Cli::command();
+    let rows: Vec<Vec<String>> = cmd
+        .get_subcommands()
+        .map(|s| {
+            vec![
+                format!("  {}", s.get_name()),
+                s.get_about().map(ToString::to_string).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    stderr.push_str(&aligned(&[], &rows));
+    stderr.push_str("Run `hvia --help` for the options.\n");
+    Outcome {
+        stdout: String::new(),
+        stderr,
+        status: 1,
+    }
+}
+
+fn json(value: &impl serde::Serialize) -> Result<String, ConfigError> {
+    serde_json::to_string_pretty(value)
+        .map(|s| s + "\n")
+        .map_err(|e| ConfigError::Serialize {
+            message: e.to_string(),
+        })
+}
+
+/// `hvia presets`.
+fn presets(format: Format) -> Result<String, ConfigError> {
+    #[derive(serde::Serialize)]
+    struct Row<'a> {
+        name: &'a str,
+        description: &'a str,
+    }
+    let rows: Vec<Vec<String>> = PRESETS
+        .iter()
+        .map(|p| vec![p.name.to_owned(), p.description.to_owned()])
+        .collect();
+    match format {
+        Format::Table => Ok(aligned(&["NAME", "DESCRIPTION"], &rows)),
+        Format::Csv => Ok(csv(&["name", "description"], &rows)),
+        Format::Json => json(
+            &PRESETS
+                .iter()
+                .map(|p| Row {
+                    name: p.name,
+                    description: p.description,
+                })
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+/// `hvia config --show`.
+fn show_config(cfg: &SystemConfig, format: Format) -> Result<String, ConfigError> {
+    match format {
+        Format::Table => cfg.to_toml(),
+        Format::Json => json(cfg),
+        Format::Csv => {
+            let rows: Vec<Vec<String>> = cfg
+                .flatten()?
+                .into_iter()
+                .map(|(k, v)| vec![k, v])
+                .collect();
+            Ok(csv(&["key", "value"], &rows))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_work_after_the_subcommand() {
+        let cli = Cli::try_parse_from([
+            "hvia", "config", "--show", "--set", "a=1", "--format", "json",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.sets, ["a=1"]);
+        assert_eq!(cli.global.format, Format::Json);
+        let cli = Cli::try_parse_from(["hvia", "--preset", "x", "presets"]).unwrap();
+        assert_eq!(cli.global.source(), ConfigSource::Preset("x".into()));
+    }
+
+    #[test]
+    fn preset_and_config_conflict() {
+        let err = Cli::try_parse_from(["hvia", "--preset", "x", "--config", "f.toml", "presets"])
+            .unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn no_subcommand_is_honest_and_fails() {
+        let cli = Cli::try_parse_from(["hvia"]).unwrap();
+        let out = run(&cli).unwrap();
+        assert_eq!(out.status, 1);
+        assert!(out.stdout.is_empty());
+        assert!(out.stderr.contains("not built yet"), "{}", out.stderr);
+        assert!(out.stderr.contains("presets") && out.stderr.contains("config"));
+    }
+}

@@ -1,0 +1,324 @@
+//! The configuration of a simulated system: the serde schema ([`SystemConfig`]), the
+//! embedded presets, `--config FILE`, `--set KEY=VALUE` overrides, validation, and the
+//! TOML shown by `hvia config --show`.
+//!
+//! Order of application: a preset or a file, then every `--set` in order (each one
+//! type-checked as it is applied), then range validation ([`SystemConfig::load`]).
+//! Every error names its key path and, for text, its `origin:line:column`.
+
+mod error;
+mod presets;
+mod schema;
+mod set;
+mod show;
+mod source;
+mod validate;
+
+pub use error::ConfigError;
+pub use presets::{find as find_preset, Preset, DEFAULT_PRESET, PRESETS};
+pub use schema::{
+    AttLocation, CardConfig, HostConfig, MacConfig, PciBusConfig, PciConfig, SimConfig,
+    SystemConfig, TopologyConfig, WireConfig,
+};
+pub use source::{key_path_at, line_col, span_of_key, LineCol};
+pub use validate::Problem;
+
+use serde::Deserialize;
+use sim_kernel::clock::{period_ps_from_mhz, ClockDomain, ClockError};
+use std::path::PathBuf;
+
+/// Where the base configuration comes from, before any `--set`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// An embedded preset, by name.
+    Preset(String),
+    /// A TOML file.
+    File(PathBuf),
+}
+
+impl Default for ConfigSource {
+    fn default() -> Self {
+        ConfigSource::Preset(DEFAULT_PRESET.to_owned())
+    }
+}
+
+/// One clock of the system: the key that sets it, the domain it becomes, its frequency.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockSpec {
+    /// Dotted config key, e.g. `pci.system.clock_mhz`.
+    pub key: &'static str,
+    /// Name of the clock domain it becomes, e.g. `pci.system`.
+    pub domain: &'static str,
+    /// Frequency [MHz].
+    pub mhz: f64,
+    /// Highest accepted frequency [MHz].
+    pub max_mhz: f64,
+    /// Why that is the limit.
+    pub limit: &'static str,
+}
+
+impl ClockSpec {
+    /// The period this clock becomes [ps], rounded once to a whole picosecond.
+    ///
+    /// # Errors
+    /// A frequency that is not finite and positive.
+    pub fn period_ps(&self) -> Result<u64, ClockError> {
+        period_ps_from_mhz(self.mhz)
+    }
+
+    /// The clock domain (phase 0) this clock becomes.
+    ///
+    /// # Errors
+    /// A frequency that is not finite and positive.
+    pub fn clock_domain(&self) -> Result<ClockDomain, ClockError> {
+        ClockDomain::from_mhz(self.domain, self.mhz)
+    }
+}
+
+impl SystemConfig {
+    /// Every clock of one node, in schema order.
+    #[must_use]
+    pub fn clocks(&self) -> [ClockSpec; 7] {
+        const CPU: &str = "a sane bound for a host CPU";
+        const DRAM: &str = "a sane bound for host memory";
+        const PCI: &str = "PCI-X 133 is the fastest parallel PCI clock";
+        const CARD: &str = "a sane bound for FPGA and SDRAM clocks";
+        const WIRE: &str = "a sane bound; GMII is 125 MHz";
+        let c = |key, domain, mhz, max_mhz, limit| ClockSpec {
+            key,
+            domain,
+            mhz,
+            max_mhz,
+            limit,
+        };
+        [
+            c(
+                "host.cpu_clock_mhz",
+                "host.cpu",
+                self.host.cpu_clock_mhz,
+                10_000.0,
+                CPU,
+            ),
+            c(
+                "host.memory_clock_mhz",
+                "host.memory",
+                self.host.memory_clock_mhz,
+                5_000.0,
+                DRAM,
+            ),
+            c(
+                "pci.system.clock_mhz",
+                "pci.system",
+                self.pci.system.clock_mhz,
+                133.4,
+                PCI,
+            ),
+            c(
+                "pci.local.clock_mhz",
+                "pci.local",
+                self.pci.local.clock_mhz,
+                133.4,
+                PCI,
+            ),
+            c(
+                "card.core_clock_mhz",
+                "card.core",
+                self.card.core_clock_mhz,
+                1_000.0,
+                CARD,
+            ),
+            c(
+                "card.sdram_clock_mhz",
+                "card.sdram",
+                self.card.sdram_clock_mhz,
+                1_000.0,
+                CARD,
+            ),
+            c(
+                "wire.gmii_clock_mhz",
+                "wire.gmii",
+                self.wire.gmii_clock_mhz,
+                1_000.0,
+                WIRE,
+            ),
+        ]
+    }
+
+    /// The embedded preset `name`, validated.
+    ///
+    /// # Errors
+    /// An unknown name, or a preset that does not parse or validate.
+    pub fn from_preset(name: &str) -> Result<Self, ConfigError> {
+        Self::load(&ConfigSource::Preset(name.to_owned()), &[] as &[&str])
+    }
+
+    /// A whole configuration from TOML `text`, validated; `source_name` (a path or a
+    /// preset file) names the text in error messages.
+    ///
+    /// # Errors
+    /// [`ConfigError::File`] for syntax, unknown keys, wrong types and missing keys;
+    /// [`ConfigError::Invalid`] for values out of range. Both carry line and column.
+    pub fn from_toml_str(text: &str, source_name: &str) -> Result<Self, ConfigError> {
+        let cfg = Self::parse_toml(text, source_name)?;
+        cfg.validate_with(|p| located_in_file(p, text, source_name))?;
+        Ok(cfg)
+    }
+
+    /// Like [`SystemConfig::from_toml_str`] without the range validation (types only).
+    ///
+    /// # Errors
+    /// [`ConfigError::File`] for syntax, unknown keys, wrong types and missing keys.
+    pub fn parse_toml(text: &str, source_name: &str) -> Result<Self, ConfigError> {
+        toml::from_str::<SystemConfig>(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            // Syntax messages have a second line ("expected ..."): keep one line.
+            let what = e.message().trim().replace('\n', "; ");
+            let message = match key_path_at(text, span.start) {
+                Some(key) => format!("{key}: {what}"),
+                None => what,
+            };
+            ConfigError::in_file(source_name, text, span, message)
+        })
+    }
+
+    /// The base configuration from `source`, then every `--set` of `sets` in order, then
+    /// validation. A range error points at the `--set` that last set the key, else at
+    /// the key in the file or preset.
+    ///
+    /// # Errors
+    /// Any [`ConfigError`].
+    pub fn load<S: AsRef<str>>(source: &ConfigSource, sets: &[S]) -> Result<Self, ConfigError> {
+        let (text, origin) = match source {
+            ConfigSource::Preset(name) => {
+                let p = presets::find(name)?;
+                (p.text.to_owned(), p.file.to_owned())
+            }
+            ConfigSource::File(path) => {
+                let origin = path.display().to_string();
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+                    path: origin.clone(),
+                    reason: e,
+                })?;
+                (text, origin)
+            }
+        };
+        let mut cfg = Self::parse_toml(&text, &origin)?;
+        for input in sets {
+            cfg.apply_set(input.as_ref())?;
+        }
+        cfg.validate_with(|p| {
+            let last_set = sets.iter().rev().find_map(|s| {
+                let a = set::split(s.as_ref()).ok()?;
+                (a.key == p.key).then(|| (s.as_ref(), a.value_span))
+            });
+            match last_set {
+                Some((input, span)) => ConfigError::Invalid {
+                    location: format!("--set `{input}`: "),
+                    src: Some(ConfigError::source_code("--set", input)),
+                    span: Some(span.into()),
+                    key: p.key,
+                    reason: p.reason,
+                },
+                None => located_in_file(p, &text, &origin),
+            }
+        })?;
+        tracing::debug!(target: "config", origin = %origin, sets = sets.len(), "configuration loaded");
+        Ok(cfg)
+    }
+
+    /// Applies one `--set KEY=VALUE`: `KEY` is a dotted path that must already exist,
+    /// `VALUE` is read as TOML (a bare word is a string) and type-checked against the
+    /// schema. Ranges are checked later by [`SystemConfig::validate`].
+    ///
+    /// # Errors
+    /// [`ConfigError::SetSyntax`], [`ConfigError::UnknownKey`], [`ConfigError::SetTable`]
+    /// or [`ConfigError::SetValue`]; `self` is unchanged on error.
+    pub fn apply_set(&mut self, input: &str) -> Result<(), ConfigError> {
+        let a = set::split(input)?;
+        let mut table = self.to_table()?;
+        set::assign(&mut table, &a, input)?;
+        let cfg = SystemConfig::deserialize(toml::Value::Table(table)).map_err(|e| {
+            ConfigError::SetValue {
+                input: input.to_owned(),
+                key: a.key.clone(),
+                message: e.message().trim().to_owned(),
+                src: ConfigError::source_code("--set", input),
+                span: a.value_span.clone().into(),
+            }
+        })?;
+        tracing::debug!(target: "config", key = %a.key, "applied --set");
+        *self = cfg;
+        Ok(())
+    }
+
+    /// Checks every value's range.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming the first key out of range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_with(|p| ConfigError::Invalid {
+            key: p.key,
+            reason: p.reason,
+            location: String::new(),
+            src: None,
+            span: None,
+        })
+    }
+
+    fn validate_with(&self, err: impl FnOnce(Problem) -> ConfigError) -> Result<(), ConfigError> {
+        validate::check(self).map_err(err)
+    }
+
+    /// The configuration as a TOML table (no comments).
+    ///
+    /// # Errors
+    /// [`ConfigError::Serialize`] for a value TOML cannot hold (a seed above `i64::MAX`).
+    pub fn to_table(&self) -> Result<toml::Table, ConfigError> {
+        toml::Table::try_from(self).map_err(|e| ConfigError::Serialize {
+            message: e.to_string(),
+        })
+    }
+
+    /// The configuration as TOML, every clock followed by the period it becomes
+    /// (`clock_mhz = 33.0  # period 30303 ps`). Parsing it gives back `self`.
+    ///
+    /// # Errors
+    /// [`ConfigError::Serialize`] for a value TOML cannot hold (a seed above `i64::MAX`).
+    pub fn to_toml(&self) -> Result<String, ConfigError> {
+        show::to_toml(self)
+    }
+
+    /// Every value as (dotted key, text) in schema order, for CSV and tables.
+    ///
+    /// # Errors
+    /// [`ConfigError::Serialize`] for a value TOML cannot hold.
+    pub fn flatten(&self) -> Result<Vec<(String, String)>, ConfigError> {
+        show::flatten(self)
+    }
+}
+
+/// A range problem located at the key's value in a file or preset, when it is there.
+fn located_in_file(p: Problem, text: &str, origin: &str) -> ConfigError {
+    match span_of_key(text, &p.key) {
+        Some(span) => {
+            let pos = line_col(text, span.start);
+            ConfigError::Invalid {
+                location: format!("{origin}:{}:{}: ", pos.line, pos.column),
+                src: Some(ConfigError::source_code(origin, text)),
+                span: Some(span.into()),
+                key: p.key,
+                reason: p.reason,
+            }
+        }
+        None => ConfigError::Invalid {
+            location: format!("{origin}: "),
+            src: None,
+            span: None,
+            key: p.key,
+            reason: p.reason,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,139 @@
+//! The configuration schema: one serde struct per TOML table of a simulated system.
+//!
+//! Every struct denies unknown fields and has no defaults: a config file names every
+//! value, and `configs/*.toml` says where each one comes from. Units are in the key
+//! names (`_mhz`, `_bytes`, `_bits`, `_mb`, `_m`); model crates get typed parameter
+//! structs built from these. Ranges are checked by [`super::validate`].
+
+use serde::{Deserialize, Serialize};
+
+/// A whole simulated system: every node is identical and built from these tables.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemConfig {
+    /// Simulator settings (`[sim]`).
+    pub sim: SimConfig,
+    /// How the nodes are connected (`[topology]`).
+    pub topology: TopologyConfig,
+    /// The host of each node (`[host]`).
+    pub host: HostConfig,
+    /// The two PCI buses of each node (`[pci.system]`, `[pci.local]`).
+    pub pci: PciConfig,
+    /// The HVIA-GE card's FPGA and SDRAM (`[card]`).
+    pub card: CardConfig,
+    /// The DP83820 gigabit MAC on the card (`[mac]`).
+    pub mac: MacConfig,
+    /// The GMII link and the cable (`[wire]`).
+    pub wire: WireConfig,
+}
+
+/// `[sim]`: settings of the simulator itself, not of the hardware.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// Seed of every random choice; a run is a pure function of config and seed.
+    /// At most `i64::MAX` (TOML integers are signed 64-bit).
+    pub seed: u64,
+    /// Record trace spans and state transitions.
+    pub trace: bool,
+}
+
+/// `[topology]`: how many nodes and how they are connected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyConfig {
+    /// Number of nodes. 2 are connected back to back; more need a switch model.
+    pub nodes: u32,
+}
+
+/// `[host]`: the host computer of one node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// CPU core clock [MHz] (domain `host.cpu`).
+    pub cpu_clock_mhz: f64,
+    /// Host DRAM size [MB = 2^20 bytes].
+    pub memory_mb: u32,
+    /// Host memory and host-bridge clock [MHz] (domain `host.memory`).
+    pub memory_clock_mhz: f64,
+    /// Virtual-memory page size [bytes].
+    pub page_size_bytes: u32,
+}
+
+/// `[pci]`: the two PCI buses of a node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PciConfig {
+    /// The system bus between host bridge and card (`[pci.system]`, domain `pci.system`).
+    pub system: PciBusConfig,
+    /// The card's local bus between FPGA and DP83820 (`[pci.local]`, domain `pci.local`).
+    pub local: PciBusConfig,
+}
+
+/// One PCI bus.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PciBusConfig {
+    /// Data path width [bits]: 32 or 64.
+    pub width_bits: u32,
+    /// Bus clock [MHz].
+    pub clock_mhz: f64,
+    /// Longest DMA burst a master issues [bytes]; a power of two.
+    pub burst_bytes: u32,
+}
+
+impl PciBusConfig {
+    /// Bytes moved per data phase (width / 8).
+    #[must_use]
+    pub const fn bytes_per_data_phase(&self) -> u32 {
+        self.width_bits / 8
+    }
+}
+
+/// Where the address translation table lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttLocation {
+    /// In the card's SDRAM, read by the ATT manager (the published HVIA-GE design).
+    Card,
+    /// In host memory, read by the card with DMA (the software-VIA what-if).
+    Host,
+}
+
+/// `[card]`: the HVIA-GE FPGA and its SDRAM.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardConfig {
+    /// FPGA core clock [MHz] (domain `card.core`).
+    pub core_clock_mhz: f64,
+    /// Card SDRAM size [MB = 2^20 bytes].
+    pub sdram_mb: u32,
+    /// Card SDRAM clock [MHz] (domain `card.sdram`).
+    pub sdram_clock_mhz: f64,
+    /// Where the ATT lives: `"card"` or `"host"`.
+    pub att_location: AttLocation,
+}
+
+/// `[mac]`: the DP83820 gigabit MAC.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MacConfig {
+    /// Transmit FIFO size [bytes].
+    pub tx_fifo_bytes: u32,
+    /// Receive FIFO size [bytes].
+    pub rx_fifo_bytes: u32,
+}
+
+/// `[wire]`: the GMII link, the frames on it and the cable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireConfig {
+    /// GMII clock [MHz], one byte per clock (domain `wire.gmii`).
+    pub gmii_clock_mhz: f64,
+    /// Largest Ethernet frame without FCS [bytes].
+    pub mtu_bytes: u32,
+    /// Cable length between the two PHYs [m].
+    pub cable_m: f64,
+    /// Minimum inter-frame gap [bytes].
+    pub min_ifg_bytes: u32,
+}

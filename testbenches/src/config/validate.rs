@@ -1,0 +1,187 @@
+//! Range and consistency checks of a [`SystemConfig`], each failure naming its key path
+//! and the reason (with the standard or datasheet behind the limit when there is one).
+
+use super::schema::{PciBusConfig, SystemConfig};
+
+/// One rejected value: its dotted key path and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted key path, e.g. `pci.system.burst_bytes`.
+    pub key: String,
+    /// Why the value is not accepted.
+    pub reason: String,
+}
+
+fn problem(key: impl Into<String>, reason: impl Into<String>) -> Problem {
+    Problem {
+        key: key.into(),
+        reason: reason.into(),
+    }
+}
+
+/// Checks `value` is in `lo..=hi`.
+fn in_range(key: &str, value: u32, lo: u32, hi: u32, why: &str) -> Result<(), Problem> {
+    if (lo..=hi).contains(&value) {
+        Ok(())
+    } else {
+        Err(problem(
+            key,
+            format!("{value} is out of range: must be between {lo} and {hi}{why}"),
+        ))
+    }
+}
+
+/// Checks `value` is a power of two in `lo..=hi`.
+fn power_of_two(key: &str, value: u32, lo: u32, hi: u32) -> Result<(), Problem> {
+    if value.is_power_of_two() && (lo..=hi).contains(&value) {
+        Ok(())
+    } else {
+        Err(problem(
+            key,
+            format!("{value} is not allowed: must be a power of two between {lo} and {hi}"),
+        ))
+    }
+}
+
+/// The first problem of `cfg`, in schema order.
+///
+/// # Errors
+/// The first value out of range.
+pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
+    if i64::try_from(cfg.sim.seed).is_err() {
+        return Err(problem(
+            "sim.seed",
+            format!(
+                "{} is too large: must be at most {} (TOML integers are signed 64-bit)",
+                cfg.sim.seed,
+                i64::MAX
+            ),
+        ));
+    }
+    match cfg.topology.nodes {
+        0 | 1 => {
+            return Err(problem(
+                "topology.nodes",
+                format!("{}: at least 2 nodes are needed", cfg.topology.nodes),
+            ))
+        }
+        2 => {}
+        n => {
+            return Err(problem(
+                "topology.nodes",
+                format!(
+                    "{n}: only 2 nodes (back to back) can be simulated until a switch model exists"
+                ),
+            ))
+        }
+    }
+
+    for clock in cfg.clocks() {
+        let mhz = clock.mhz;
+        if !mhz.is_finite() || mhz <= 0.0 || mhz > clock.max_mhz {
+            return Err(problem(
+                clock.key,
+                format!(
+                    "{mhz} MHz is out of range: must be > 0 and at most {} MHz ({})",
+                    clock.max_mhz, clock.limit
+                ),
+            ));
+        }
+        if let Err(e) = clock.period_ps() {
+            return Err(problem(clock.key, e.to_string()));
+        }
+    }
+
+    in_range(
+        "host.memory_mb",
+        cfg.host.memory_mb,
+        1,
+        4096,
+        " (the model uses 32-bit physical addresses, as the DP83820 descriptors do)",
+    )?;
+    power_of_two(
+        "host.page_size_bytes",
+        cfg.host.page_size_bytes,
+        1024,
+        4 << 20,
+    )?;
+    if u64::from(cfg.host.page_size_bytes) > u64::from(cfg.host.memory_mb) << 20 {
+        return Err(problem(
+            "host.page_size_bytes",
+            format!(
+                "{} bytes is larger than host memory ({} MB)",
+                cfg.host.page_size_bytes, cfg.host.memory_mb
+            ),
+        ));
+    }
+
+    check_bus("pci.system", &cfg.pci.system)?;
+    check_bus("pci.local", &cfg.pci.local)?;
+
+    in_range("card.sdram_mb", cfg.card.sdram_mb, 1, 4096, "")?;
+
+    let fifo = " (at least one minimum frame, at most 1 MiB)";
+    in_range(
+        "mac.tx_fifo_bytes",
+        cfg.mac.tx_fifo_bytes,
+        64,
+        1 << 20,
+        fifo,
+    )?;
+    in_range(
+        "mac.rx_fifo_bytes",
+        cfg.mac.rx_fifo_bytes,
+        64,
+        1 << 20,
+        fifo,
+    )?;
+
+    in_range(
+        "wire.mtu_bytes",
+        cfg.wire.mtu_bytes,
+        60,
+        9014,
+        " (IEEE 802.3: a 64-byte minimum frame is 60 without FCS; 9014 is a 9000-byte jumbo frame)",
+    )?;
+    let cable = cfg.wire.cable_m;
+    if !cable.is_finite() || !(0.0..=100.0).contains(&cable) {
+        return Err(problem(
+            "wire.cable_m",
+            format!("{cable} m is out of range: must be between 0 and 100 m (IEEE 802.3 clause 40: 1000BASE-T segments are at most 100 m)"),
+        ));
+    }
+    in_range(
+        "wire.min_ifg_bytes",
+        cfg.wire.min_ifg_bytes,
+        1,
+        1024,
+        " (IEEE 802.3 requires at least 12; smaller values are a what-if)",
+    )?;
+    Ok(())
+}
+
+fn check_bus(prefix: &str, bus: &PciBusConfig) -> Result<(), Problem> {
+    if bus.width_bits != 32 && bus.width_bits != 64 {
+        return Err(problem(
+            format!("{prefix}.width_bits"),
+            format!(
+                "{} is not allowed: must be 32 or 64 (PCI Local Bus data path widths)",
+                bus.width_bits
+            ),
+        ));
+    }
+    let key = format!("{prefix}.burst_bytes");
+    power_of_two(&key, bus.burst_bytes, 4, 4096)?;
+    if bus.burst_bytes < bus.bytes_per_data_phase() {
+        return Err(problem(
+            key,
+            format!(
+                "{} bytes is less than one {}-bit data phase ({} bytes)",
+                bus.burst_bytes,
+                bus.width_bits,
+                bus.bytes_per_data_phase()
+            ),
+        ));
+    }
+    Ok(())
+}
