@@ -1,0 +1,86 @@
+//! [`MacMsg`]: everything the components of this crate receive, and [`PortIndex`].
+//!
+//! Senders and receivers of each variant:
+//!
+//! | variant | from | to | when it lands |
+//! |---|---|---|---|
+//! | [`MacMsg::Transmit`] | a MAC (the test MAC's driver; later the DP83820) | a [`crate::port::MacPort`] | one `gmii` cycle after it is sent |
+//! | [`MacMsg::TxWake`] | a GMII transmitter, to itself | its owner | the edge of its next state change |
+//! | [`MacMsg::RxStart`] | the far transmitter, through the link | the receiving port | the edge the frame's first byte is complete on RXD |
+//! | [`MacMsg::RxEnd`] | the far transmitter, through the link | the receiving port | the edge its last (FCS) byte is complete on RXD |
+//! | [`MacMsg::SwitchForward`] | a switch, to itself | the switch | forwarding latency after the frame's end |
+//!
+//! The DP83820 MAC (descriptor rings, FIFOs, PCI bus master) will add its own variants
+//! here; the enum is `#[non_exhaustive]` so that matches elsewhere already allow for them.
+
+use crate::frame::Frame;
+use crate::rx::RxFrame;
+
+/// A port of a component: 0 for a single-port MAC, the port number on a switch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortIndex(pub u16);
+
+impl PortIndex {
+    /// The index as a `usize`, for indexing a component's port table.
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Everything gige-mac components receive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MacMsg {
+    /// Transmit request: queue `frame` (its bytes exactly as on the wire after the SFD,
+    /// FCS included) for the GMII transmitter of the receiving MAC port.
+    Transmit {
+        /// The frame.
+        frame: Frame,
+    },
+    /// Internal wake-up of the GMII transmitter of `port`: its state machine changes state
+    /// on this edge (end of preamble, end of FCS, end of inter-frame gap).
+    TxWake {
+        /// Which transmitter of the receiving component.
+        port: PortIndex,
+    },
+    /// The first byte (destination address, after preamble and SFD) of a frame is complete
+    /// on the GMII receive side of `port`. Further bytes follow one per GMII clock; the
+    /// frame shows only the bytes that have arrived ([`RxFrame::arrived`]).
+    RxStart {
+        /// Which port of the receiving component.
+        port: PortIndex,
+        /// The arriving frame.
+        frame: RxFrame,
+    },
+    /// The last byte (last FCS byte) of a frame is complete on the GMII receive side of
+    /// `port`; every byte of the frame is now available.
+    RxEnd {
+        /// Which port of the receiving component.
+        port: PortIndex,
+        /// The frame, complete.
+        frame: RxFrame,
+    },
+    /// Internal to a switch: the forwarding latency of a good frame received on `in_port`
+    /// has passed; look up its destination and queue it on the output port(s).
+    SwitchForward {
+        /// The port it came in on (never sent back there).
+        in_port: PortIndex,
+        /// The frame.
+        frame: Frame,
+    },
+}
+
+impl MacMsg {
+    /// The variant's name, for logs.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            MacMsg::Transmit { .. } => "transmit",
+            MacMsg::TxWake { .. } => "tx-wake",
+            MacMsg::RxStart { .. } => "rx-start",
+            MacMsg::RxEnd { .. } => "rx-end",
+            MacMsg::SwitchForward { .. } => "switch-forward",
+        }
+    }
+}
