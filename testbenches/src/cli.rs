@@ -8,6 +8,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 
 use crate::config::{ConfigError, ConfigSource, SystemConfig, DEFAULT_PRESET, PRESETS};
+use crate::layout::{LayoutCommand, LayoutError};
 use crate::report::{aligned, csv, Format};
 
 /// A cycle-accurate simulator of the HVIA-GE card (hardware VIA with RDMA write
@@ -68,6 +69,10 @@ pub enum Command {
     Presets,
     /// Show the effective configuration (preset or file plus every --set).
     Config(ConfigArgs),
+    /// Show the bytes of a VI descriptor or of the ATT entries of a region, field by
+    /// field, as they are in host memory or card SDRAM.
+    #[command(subcommand)]
+    Layout(LayoutCommand),
 }
 
 /// Options of `hvia config`.
@@ -100,11 +105,24 @@ impl Outcome {
     }
 }
 
+/// Bad input to `hvia`: the binary prints it and exits with status 2.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum CliError {
+    /// The configuration (preset, file, `--set`) or its output.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Config(#[from] ConfigError),
+    /// The options of `hvia layout`.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Layout(#[from] LayoutError),
+}
+
 /// Runs the command `cli` describes. Bad input is an `Err` (the binary exits with 2).
 ///
 /// # Errors
-/// Any [`ConfigError`] of the configuration or its output.
-pub fn run(cli: &Cli) -> Result<Outcome, ConfigError> {
+/// Any [`CliError`]: of the configuration, or of a subcommand's options.
+pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
     let format = cli.global.format;
     // Every command starts from the effective configuration, so bad input is reported
     // whatever the command.
@@ -114,6 +132,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, ConfigError> {
         Some(Command::Presets) => Ok(Outcome::ok(presets(format)?)),
         // `--show` is required by clap, so it is the only thing `config` does.
         Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
+        Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
     }
 }
 

@@ -4,10 +4,12 @@
 //! - [`config`]: the serde schema of a whole simulated system, the embedded presets,
 //!   `--config FILE` and `--set KEY=VALUE`, validation with located errors;
 //! - [`cli`]: the `hvia` command line (clap) and its subcommands;
+//! - [`layout`]: `hvia layout`, VI descriptors and ATT entries byte by byte;
 //! - [`report`]: output as table, JSON or CSV.
 
 #![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod config;
+pub mod layout;
 pub mod report;

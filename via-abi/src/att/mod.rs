@@ -7,24 +7,32 @@
 //!   the L2 entries) but not their order; this crate fixes it, adding the protection tag
 //!   and the handle generation in the bytes left:
 //!
-//!   | bytes | field | name | unit |
-//!   |---|---|---|---|
-//!   | 0..8 | starting virtual address | `start_va` | host VA |
-//!   | 8..12 | SDRAM byte address of the first L2 entry | `l2_pointer` | card SDRAM address |
-//!   | 12..16 | number of physical pages | `page_count` | pages |
-//!   | 16..18 | size of the first page (1..=4096) | `first_page_size` | bytes |
-//!   | 18..20 | memory attributes ([`MemAttributes`](crate::handle::MemAttributes)) | `attributes` | flags |
-//!   | 20..22 | protection tag | `ptag` | - |
-//!   | 22..24 | handle generation (1..=4095) | `generation` | - |
+//!   | bytes | bits | field | name | unit |
+//!   |---|---|---|---|---|
+//!   | 0..8 | | starting virtual address | `start_va` | host VA |
+//!   | 8..12 | | SDRAM byte address of the first L2 entry | `l2_pointer` | card SDRAM address |
+//!   | 12..16 | 19:0 | number of physical pages (0..=1 048 575; 0 = empty entry) | `page_count` | pages |
+//!   | 12..16 | 31:20 | bytes of the region in its last page, minus one (1..=4096 stored as 0..=4095) | `last_page_len` | bytes |
+//!   | 16..18 | | size of the first page (`4096 - start_va % 4096`, 1..=4096) | `first_page_size` | bytes |
+//!   | 18..20 | | memory attributes ([`MemAttributes`](crate::handle::MemAttributes)) | `attributes` | flags |
+//!   | 20..22 | | protection tag | `ptag` | - |
+//!   | 22..24 | | handle generation (1..=4095) | `generation` | - |
+//!
+//!   Bytes 12..16 are one little-endian 32-bit word ([`l1_field::PAGE_WORD`]) packing the
+//!   page count and the last page length ([`L1_PACKED_FIELDS`]).
 //!
 //! * **Level 2** ([`L2Entry`], 4 bytes): one per physical page of the region, stored
 //!   consecutively from `l2_pointer`: the 32-bit physical address where the region's
 //!   piece in that page starts (the region's own start, with the VA's page offset, for
 //!   the first page; the page base for every later page).
 //!
-//! The published L1 entry holds no byte length, so a translation checks bounds at page
-//! granularity: the region covers `start_va .. start_va + first_page_size +
-//! (page_count - 1) * 4096` (design choice, following the paper).
+//! **Bounds are exact to the byte** (design choice): the paper's L1 contents (page count,
+//! first page size) only bound a region to its last page, which would let a write past
+//! the registered length but inside the last page through. The last page length closes
+//! that gap, so the region is exactly `start_va .. start_va + len` with
+//! `len = last_page_len` for one page and `first_page_size + (page_count - 2) * 4096 +
+//! last_page_len` otherwise ([`L1Repr::region_len`]). An entry whose geometry fields
+//! disagree ([`L1Repr::is_well_formed`]) covers nothing.
 //!
 //! Files: `l1` (L1 view and repr), `l2` (L2 view and repr), `region` (building both levels
 //! for one registration), this file (page arithmetic and [`AttError`]).
@@ -33,7 +41,10 @@ mod l1;
 mod l2;
 mod region;
 
-pub use l1::{field as l1_field, L1Entry, L1Repr, PageSlot, FIELDS as L1_FIELDS, L1_ENTRY_LEN};
+pub use l1::{
+    bits as l1_bits, field as l1_field, pack_page_word, L1Entry, L1Repr, PackedFieldInfo, PageSlot,
+    FIELDS as L1_FIELDS, L1_ENTRY_LEN, PACKED_FIELDS as L1_PACKED_FIELDS,
+};
 pub use l2::{field as l2_field, L2Entry, L2Repr, FIELDS as L2_FIELDS, L2_ENTRY_LEN};
 pub use region::{AttRegionRepr, RegionSpec};
 
@@ -54,7 +65,8 @@ pub enum AttError {
         /// Length \[bytes\].
         len: u64,
     },
-    /// The region touches more pages than the 32-bit page count can hold.
+    /// The region touches more pages than the L1 page count can hold (32 bits for
+    /// [`page_count`], 20 bits, 1 048 575 pages, for an L1 entry).
     #[error("region touches {pages} pages, more than the L1 page count can hold")]
     TooManyPages {
         /// Pages the region touches.
@@ -124,6 +136,21 @@ pub const fn first_page_size(va: u64) -> u16 {
     (PAGE_SIZE - page_offset(va)) as u16
 }
 
+/// Bytes of a region of `len` bytes starting at `va` that lie in its last page
+/// \[bytes\], 1..=4096: the whole length for a one-page region. Same errors as
+/// [`page_count`].
+pub fn last_page_len(va: u64, len: u64) -> Result<u16, AttError> {
+    let pages = page_count(va, len)?;
+    // page_count succeeded, so len >= 1 and va + len - 1 fits in 64 bits.
+    let last = va + (len - 1);
+    let start_in_page = if pages == 1 { page_offset(va) } else { 0 };
+    // page_offset(last) >= start_in_page; the difference + 1 is in 1..=4096.
+    let n = page_offset(last) - start_in_page + 1;
+    u16::try_from(n).map_err(|_| AttError::TooManyPages {
+        pages: u64::from(pages),
+    })
+}
+
 /// Number of 4 KB pages a region of `len` bytes starting at `va` touches.
 ///
 /// Errors: [`AttError::ZeroLength`] if `len == 0`, [`AttError::AddressOverflow`] if the
@@ -183,6 +210,18 @@ mod tests {
     }
 
     #[test]
+    fn last_page_lengths() {
+        assert_eq!(last_page_len(0x1000, 1), Ok(1));
+        assert_eq!(last_page_len(0x1000, 4096), Ok(4096));
+        assert_eq!(last_page_len(0x1000, 4097), Ok(1));
+        assert_eq!(last_page_len(0x1FFF, 2), Ok(1));
+        assert_eq!(last_page_len(0x1800, 0x800), Ok(0x800));
+        assert_eq!(last_page_len(0x1800, 0x801), Ok(1));
+        assert_eq!(last_page_len(0x1800, 8192), Ok(0x800));
+        assert_eq!(last_page_len(0x1000, 0), Err(AttError::ZeroLength));
+    }
+
+    #[test]
     fn l1_entry_addresses() {
         assert_eq!(l1_entry_addr(0x100, 0), Some(0x100));
         assert_eq!(l1_entry_addr(0x100, 2), Some(0x100 + 48));
@@ -203,6 +242,10 @@ mod tests {
                 }
             }
             prop_assert_eq!(page_count(va, len), Ok(naive));
+            // Bytes in the last page: count them one by one.
+            let last_page = (va + len - 1) / PAGE_SIZE;
+            let in_last = (va..va + len).filter(|a| a / PAGE_SIZE == last_page).count() as u64;
+            prop_assert_eq!(last_page_len(va, len).map(u64::from), Ok(in_last));
         }
 
         #[test]

@@ -5,7 +5,7 @@
 
 use super::l1::{L1Repr, L1_ENTRY_LEN};
 use super::l2::{L2Entry, L2Repr, L2_ENTRY_LEN};
-use super::{first_page_size, page_count, page_offset, AttError};
+use super::{first_page_size, last_page_len, page_count, page_offset, AttError};
 use crate::handle::{MemAttributes, MemHandle, ProtectionTag};
 
 /// What a registration provides: the region and the values to store with it.
@@ -40,7 +40,8 @@ pub struct AttRegionRepr {
 impl AttRegionRepr {
     /// Builds the entries for `spec`, checking in this order: generation in 1..=4095,
     /// 4-byte aligned L2 pointer, length >= 1 and no address overflow (see
-    /// [`page_count`]), one physical address per page, every physical address within 32
+    /// [`page_count`]), at most [`L1Repr::MAX_PAGE_COUNT`] pages, one physical address
+    /// per page, every physical address within 32
     /// bits, the first with the VA's page offset, the others page aligned, and the L2
     /// table within the 32-bit SDRAM address space.
     pub fn build(spec: &RegionSpec<'_>) -> Result<Self, AttError> {
@@ -51,6 +52,12 @@ impl AttRegionRepr {
             return Err(AttError::UnalignedL2Pointer(spec.l2_pointer));
         }
         let pages = page_count(spec.va, spec.len)?;
+        if pages > L1Repr::MAX_PAGE_COUNT {
+            return Err(AttError::TooManyPages {
+                pages: u64::from(pages),
+            });
+        }
+        let last_len = last_page_len(spec.va, spec.len)?;
         if usize::try_from(pages).ok() != Some(spec.pages.len()) {
             return Err(AttError::PageListLength {
                 expected: pages,
@@ -85,6 +92,7 @@ impl AttRegionRepr {
             start_va: spec.va,
             l2_pointer: spec.l2_pointer,
             page_count: pages,
+            last_page_len: last_len,
             first_page_size: first_page_size(spec.va),
             attributes: spec.attributes,
             ptag: spec.ptag,
@@ -108,8 +116,9 @@ impl AttRegionRepr {
     }
 
     /// Reference translation of `va` to a physical address: pick the L2 entry of the page
-    /// holding `va` and add the offset. `None` outside the region's pages (page-granular
-    /// bounds), if the L2 list is shorter than the page count, or on 32-bit overflow.
+    /// holding `va` and add the offset. `None` outside the region (exact, byte-granular
+    /// bounds, see [`L1Repr::locate`]), if the L2 list is shorter than the page count, or
+    /// on 32-bit overflow.
     /// Attribute, tag and generation checks are the ATT manager's, not done here.
     pub fn translate(&self, va: u64) -> Option<u32> {
         let slot = self.l1.locate(va)?;
@@ -143,12 +152,18 @@ mod tests {
         let r = AttRegionRepr::build(&spec(0x0804_A100, 10_000, &pages)).expect("valid");
         assert_eq!(r.l1.page_count, 3);
         assert_eq!(r.l1.first_page_size, 0xF00);
+        // 10 000 - 0xF00 - 4096 = 2064 = 0x810 bytes in the last page.
+        assert_eq!(r.l1.last_page_len, 0x810);
         assert_eq!(r.l1.start_va, 0x0804_A100);
+        assert_eq!(r.l1.region_len(), 10_000);
         assert_eq!(
             r.l1_bytes(),
             [
-                0x00, 0xA1, 0x04, 0x08, 0, 0, 0, 0, 0x00, 0x00, 0x10, 0x00, 0x03, 0, 0, 0, 0x00,
-                0x0F, 0x03, 0x00, 0x07, 0x00, 0x01, 0x00
+                0x00, 0xA1, 0x04, 0x08, 0, 0, 0, 0, // start VA
+                0x00, 0x00, 0x10, 0x00, // L2 pointer
+                0x03, 0x00, 0xF0, 0x80, // page word 0x80F0_0003: 3 pages, last 0x810 bytes
+                0x00, 0x0F, // first page size
+                0x03, 0x00, 0x07, 0x00, 0x01, 0x00, // attributes, ptag, generation
             ]
         );
         assert_eq!(
@@ -158,7 +173,8 @@ mod tests {
         assert_eq!(r.translate(0x0804_A100), Some(0x053A_7100));
         assert_eq!(r.translate(0x0804_AFFF), Some(0x053A_7FFF));
         assert_eq!(r.translate(0x0804_B000), Some(0x0123_4000));
-        assert_eq!(r.translate(0x0804_C810), Some(0x0777_0810));
+        assert_eq!(r.translate(0x0804_C80F), Some(0x0777_080F), "last byte");
+        assert_eq!(r.translate(0x0804_C810), None, "one byte past the end");
         assert_eq!(r.translate(0x0804_A0FF), None);
         assert_eq!(r.translate(0x0804_D000), None);
     }
@@ -204,6 +220,23 @@ mod tests {
             Err(AttError::AddressOverflow {
                 va: u64::MAX,
                 len: 2
+            })
+        );
+    }
+
+    #[test]
+    fn rejects_regions_beyond_the_20_bit_page_count() {
+        // 2^20 pages from a page-aligned VA: one more than the L1 page count holds.
+        let len = (u64::from(L1Repr::MAX_PAGE_COUNT) + 1) * PAGE_SIZE;
+        assert_eq!(
+            AttRegionRepr::build(&spec(0x1000, len, &[])),
+            Err(AttError::TooManyPages { pages: 1 << 20 })
+        );
+        assert_eq!(
+            AttRegionRepr::build(&spec(0x1000, len - PAGE_SIZE, &[])),
+            Err(AttError::PageListLength {
+                expected: L1Repr::MAX_PAGE_COUNT,
+                got: 0
             })
         );
     }
@@ -265,9 +298,8 @@ mod tests {
         fn translation_matches_naive_walk((va, len, pages) in arb_region(), probe in any::<u64>()) {
             let r = AttRegionRepr::build(&spec(va, len, &pages)).expect("valid region");
             prop_assert_eq!(r.l2.len(), pages.len());
-            let covered = u64::from(first_page_size(va)) + (pages.len() as u64 - 1) * PAGE_SIZE;
-            prop_assert_eq!(r.l1.covered_len(), covered);
-            prop_assert!(covered >= len && covered - len < PAGE_SIZE);
+            prop_assert_eq!(r.l1.region_len(), len);
+            prop_assert!(r.l1.is_well_formed());
             // First byte, last byte and one random byte of the region against the naive rule.
             let off = probe % len;
             for o in [0, off, len - 1] {
@@ -279,7 +311,9 @@ mod tests {
             if va > 0 {
                 prop_assert_eq!(r.translate(va - 1), None);
             }
-            prop_assert_eq!(r.translate(va + covered), None);
+            // Exact bounds: the byte right after the region is refused, even when it lies
+            // in the region's last page.
+            prop_assert_eq!(r.translate(va + len), None);
         }
 
         #[test]

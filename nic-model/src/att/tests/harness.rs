@@ -1,0 +1,251 @@
+//! A small system for the ATT tests: the manager (SDRAM domain, 100 MHz), a client that
+//! records every reply with its arrival time (100 MHz), and for the host-memory what-if a
+//! fake table port that answers from its own memory after a fixed delay.
+
+use crate::att::{
+    AccessKind, AttManager, AttParams, DeregisterError, Piece, RegionRequest, RegisterError,
+    TableIoError, TranslateError,
+};
+use crate::msg::{NicMsg, ReqId};
+use crate::sdram::SdramStore;
+use sim_kernel::{ClockDomain, ComponentId, Ctx, Cycles, Kernel, MsgId, Time, World};
+use via_abi::{MemHandle, ProtectionTag};
+
+/// 10 ns: one cycle of every domain here.
+pub const CYCLE_PS: u64 = 10_000;
+
+/// A table port that serves reads and writes from a sparse memory after `delay` cycles.
+pub struct FakePort {
+    pub mem: SdramStore,
+    pub delay: Cycles,
+    /// Every request seen: (arrival time, write?, address, length).
+    pub seen: Vec<(Time, bool, u64, u64)>,
+    /// Answer reads with a bus error.
+    pub fail_reads: bool,
+}
+
+impl FakePort {
+    fn handle(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, NicMsg>) {
+        match msg {
+            NicMsg::AttTableRead {
+                tag,
+                addr,
+                len,
+                reply_to,
+            } => {
+                self.seen.push((ctx.now(), false, addr, len));
+                let result = if self.fail_reads {
+                    Err(TableIoError::Bus { addr })
+                } else {
+                    self.mem
+                        .read_vec(addr, len as usize)
+                        .map_err(|_| TableIoError::OutOfRange { addr, len })
+                };
+                ctx.send_after(
+                    reply_to,
+                    self.delay,
+                    NicMsg::AttTableReadDone { tag, result },
+                );
+            }
+            NicMsg::AttTableWrite {
+                tag,
+                addr,
+                data,
+                reply_to,
+            } => {
+                self.seen.push((ctx.now(), true, addr, data.len() as u64));
+                let result = self
+                    .mem
+                    .write(addr, &data)
+                    .map_err(|_| TableIoError::OutOfRange {
+                        addr,
+                        len: data.len() as u64,
+                    });
+                ctx.send_after(
+                    reply_to,
+                    self.delay,
+                    NicMsg::AttTableWriteDone { tag, result },
+                );
+            }
+            other => panic!("fake port got {other:?}"),
+        }
+    }
+}
+
+pub struct Bench {
+    pub att: AttManager,
+    pub port: Option<FakePort>,
+    pub replies: Vec<(Time, NicMsg)>,
+}
+
+pub const ATT: ComponentId = ComponentId(0);
+pub const CLIENT: ComponentId = ComponentId(1);
+pub const PORT: ComponentId = ComponentId(2);
+
+impl World<NicMsg> for Bench {
+    fn deliver(&mut self, to: ComponentId, msg: NicMsg, ctx: &mut Ctx<'_, NicMsg>) {
+        match to {
+            ATT => self.att.handle(msg, ctx),
+            CLIENT => self.replies.push((ctx.now(), msg)),
+            _ => match self.port.as_mut() {
+                Some(p) => p.handle(msg, ctx),
+                None => panic!("no port"),
+            },
+        }
+    }
+}
+
+/// The system: kernel (tracing on) and world.
+pub struct Sys {
+    pub k: Kernel<NicMsg>,
+    pub b: Bench,
+    next_req: u64,
+}
+
+impl Sys {
+    /// A card ATT with `params`.
+    pub fn new(params: AttParams) -> Self {
+        Self::build(params, None)
+    }
+
+    /// A host-memory ATT whose table port answers after `delay` cycles.
+    pub fn host(params: AttParams, delay: u64) -> Self {
+        let port = FakePort {
+            mem: SdramStore::new(32 << 20),
+            delay: Cycles(delay),
+            seen: Vec::new(),
+            fail_reads: false,
+        };
+        Self::build(params, Some(port))
+    }
+
+    fn build(params: AttParams, port: Option<FakePort>) -> Self {
+        let mut k = Kernel::new(true);
+        let sdram = k.add_domain(ClockDomain::from_mhz("card.sdram", 100.0).expect("ok"));
+        let core = k.add_domain(ClockDomain::from_mhz("client", 100.0).expect("ok"));
+        assert_eq!(k.add_component("att", sdram), ATT);
+        assert_eq!(k.add_component("client", core), CLIENT);
+        assert_eq!(k.add_component("port", core), PORT);
+        let table_port = port.as_ref().map(|_| PORT);
+        let att = AttManager::new(params, table_port).expect("valid params");
+        Self {
+            k,
+            b: Bench {
+                att,
+                port,
+                replies: Vec::new(),
+            },
+            next_req: 0,
+        }
+    }
+
+    fn req(&mut self) -> ReqId {
+        self.next_req += 1;
+        ReqId(self.next_req)
+    }
+
+    /// Posts `msg` to the manager at SDRAM cycle `at` (or now, if later) and runs until
+    /// idle; returns the reply and the cycle it arrived at the client.
+    pub fn call(&mut self, at: u64, msg: NicMsg) -> (u64, NicMsg) {
+        self.k.post(ATT, Time(at * CYCLE_PS), msg);
+        self.k.run_to_idle(&mut self.b);
+        let (t, reply) = self.b.replies.pop().expect("a reply");
+        (t.0 / CYCLE_PS, reply)
+    }
+
+    /// The current SDRAM cycle.
+    pub fn now(&self) -> u64 {
+        self.k.now().0 / CYCLE_PS
+    }
+
+    pub fn register_at(
+        &mut self,
+        at: u64,
+        region: RegionRequest,
+    ) -> Result<MemHandle, RegisterError> {
+        let req = self.req();
+        let msg = NicMsg::AttRegister {
+            req,
+            region,
+            reply_to: CLIENT,
+        };
+        match self.call(at, msg) {
+            (_, NicMsg::AttRegistered { req: r, result }) if r == req => result,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    pub fn register(&mut self, region: RegionRequest) -> Result<MemHandle, RegisterError> {
+        let now = self.now();
+        self.register_at(now, region)
+    }
+
+    pub fn deregister(&mut self, handle: MemHandle) -> Result<(), DeregisterError> {
+        let req = self.req();
+        let msg = NicMsg::AttDeregister {
+            req,
+            handle,
+            reply_to: CLIENT,
+        };
+        let now = self.now();
+        match self.call(now, msg) {
+            (_, NicMsg::AttDeregistered { req: r, result }) if r == req => result,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// Translates at SDRAM cycle `at`; returns the result and the cycle the reply arrived.
+    pub fn translate_at(
+        &mut self,
+        at: u64,
+        handle: MemHandle,
+        va: u64,
+        len: u64,
+        access: AccessKind,
+        ptag: ProtectionTag,
+    ) -> (Result<Vec<Piece>, TranslateError>, u64) {
+        let req = self.req();
+        let msg = NicMsg::AttTranslate {
+            req,
+            msg: MsgId(req.0),
+            handle,
+            va,
+            len,
+            access,
+            ptag,
+            reply_to: CLIENT,
+        };
+        match self.call(at, msg) {
+            (t, NicMsg::AttTranslated { req: r, result }) if r == req => (result, t),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    pub fn translate(
+        &mut self,
+        handle: MemHandle,
+        va: u64,
+        len: u64,
+        access: AccessKind,
+        ptag: ProtectionTag,
+    ) -> Result<Vec<Piece>, TranslateError> {
+        let now = self.now();
+        self.translate_at(now, handle, va, len, access, ptag).0
+    }
+
+    /// Spans recorded for message `msg` with stage `stage`: (start, end) in cycles.
+    pub fn spans(&self, msg: u64, stage: &str) -> Vec<(u64, u64)> {
+        self.k
+            .trace()
+            .spans()
+            .iter()
+            .filter(|s| s.msg == MsgId(msg) && s.stage == stage)
+            .map(|s| (s.start.0 / CYCLE_PS, s.end.0 / CYCLE_PS))
+            .collect()
+    }
+
+    /// The id the next request will get.
+    pub fn next_req_id(&self) -> u64 {
+        self.next_req + 1
+    }
+}
