@@ -26,6 +26,7 @@
 //! | [`descriptor`] | VI descriptor: control, address and data segments | VIA 1.0 |
 //! | [`handle`] | memory handle, protection tag, memory attributes | VIA 1.0 + design choice |
 //! | [`att`] | ATT level-1 (24 B) and level-2 (4 B) entries in card SDRAM | HVIA-GE paper + design choice |
+//! | [`bar`] | the card's BAR0 register map (registration, VI commands, doorbells) | design choice |
 //! | [`doorbell`] | 16-byte doorbell record written by the host | design choice |
 //! | [`ethernet`] | Ethernet II header, frame-size constants | IEEE 802.3 |
 //! | [`wire_header`] | VIA header after the Ethernet header (40 B) | design choice |
@@ -35,6 +36,7 @@
 #[macro_use]
 mod view;
 pub mod att;
+pub mod bar;
 pub mod descriptor;
 pub mod doorbell;
 pub mod dp83820;
