@@ -1,0 +1,259 @@
+//! The bus-phase state machine: what the shared bus signals do in one PCI clock.
+//!
+//! Each clock `c` is evaluated in this order: posted writes due at edge `c` commit; the
+//! REQ# lines of clock `c-1` are sampled; the bus activity of clock `c` is decided (a
+//! master starting, or the master's FRAME# and the target's DEVSEL#/TRDY#/STOP# of the
+//! transaction in progress); the phase moves by one `match (phase, input)`; the arbiter
+//! sets GNT# for clock `c`; the counters advance.
+//!
+//! Phases (signals asserted in that clock):
+//!
+//! | phase   | FRAME# | IRDY# | meaning |
+//! |---------|--------|-------|---------|
+//! | Idle    | -      | -     | no transaction; also the turnaround clock after one |
+//! | Address | yes    | -     | address and command on AD and C/BE# |
+//! | Wait    | any    | yes   | no data: read turnaround, DEVSEL# decode, TRDY# wait states |
+//! | Data    | any    | yes   | TRDY# and IRDY#: one word moves |
+//! | Stop    | any    | yes   | STOP# without data (retry, disconnect, target abort), or the clock after STOP# in which the master deasserts FRAME#; also a master abort's last clock |
+
+use super::tenure::{Resp, TenureClock};
+use super::{BusPhase as P, PciBus};
+use crate::memory::HostMemory;
+use crate::msg::PciMsg;
+use crate::stats::TenureEnd;
+use sim_kernel::{Ctx, StateName};
+use ClockInput as In;
+
+/// The bus phase of one PCI clock (see the module table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BusPhase {
+    /// FRAME# and IRDY# deasserted.
+    Idle,
+    /// The address phase.
+    Address,
+    /// A data-phase clock in which no data moves.
+    Wait,
+    /// A data-phase clock in which one word moves.
+    Data,
+    /// A termination clock (STOP#, or FRAME# released after it).
+    Stop,
+}
+
+impl StateName for BusPhase {
+    fn name(self) -> &'static str {
+        match self {
+            BusPhase::Idle => "idle",
+            BusPhase::Address => "address",
+            BusPhase::Wait => "wait",
+            BusPhase::Data => "data",
+            BusPhase::Stop => "stop",
+        }
+    }
+}
+
+/// What happens on the bus in one clock, before the phase moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ClockInput {
+    /// Bus idle in the previous clock and no master both granted and requesting.
+    Quiet,
+    /// This master had REQ# and GNT# and saw the bus idle: it drives FRAME# and the address.
+    Start(usize),
+    /// The transaction ended in the previous clock: FRAME# and IRDY# are released.
+    Release,
+    /// A transaction clock without data: no DEVSEL# yet, or TRDY# held off.
+    NoData(TenureClock),
+    /// TRDY# and IRDY#: one word moves; `true`: STOP# with it.
+    Transfer(TenureClock, bool),
+    /// STOP# without TRDY#: Retry, disconnect without data or target abort.
+    Stop(TenureClock, TenureEnd),
+    /// The clock after STOP# with FRAME# asserted: FRAME# released, no data.
+    Hold,
+    /// No DEVSEL# by the fifth clock.
+    MasterAbort,
+}
+
+impl PciBus {
+    /// Simulates clock `c`.
+    pub(super) fn step<M: From<PciMsg>>(
+        &mut self,
+        c: u64,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut Option<&mut HostMemory>,
+    ) {
+        let t_c = self.edge(c);
+        if let Some(b) = self.bridge.as_mut() {
+            b.commit_due(t_c, mem);
+        }
+        let reqs = self.req_lines(c);
+        let gnt_prev = self.arb.gnt();
+        let input = self.clock_input(c, &reqs, gnt_prev);
+        let from = self.phase.state();
+        let owner = self.active.as_ref().map(|t| t.master);
+        let mut started = None;
+        let to = match (from, input) {
+            // Nobody may start: the bus stays idle.
+            (P::Idle, In::Quiet) => P::Idle,
+            // The granted, requesting master saw the bus idle at this edge: address phase.
+            (P::Idle, In::Start(m)) => {
+                self.begin(m, c, ctx);
+                started = Some(m);
+                P::Address
+            }
+            // A transaction always begins with an address phase and ends in a busy phase.
+            (
+                P::Idle,
+                In::Release
+                | In::NoData(_)
+                | In::Transfer(..)
+                | In::Stop(..)
+                | In::Hold
+                | In::MasterAbort,
+            ) => {
+                self.impossible(from, input);
+                P::Idle
+            }
+            // No DEVSEL# yet, or TRDY# held off: turnaround, decode or a wait state.
+            (P::Address | P::Wait | P::Data, In::NoData(tc)) => {
+                self.apply_frame(tc);
+                self.stats.wait_cycles += 1;
+                P::Wait
+            }
+            // TRDY# and IRDY#: one word moves; the last one (FRAME# deasserted) ends the
+            // transaction; STOP# with it while FRAME# is asserted is a disconnect with data.
+            (P::Address | P::Wait | P::Data, In::Transfer(tc, stop)) => {
+                self.apply_frame(tc);
+                self.transfer(c, stop);
+                if !tc.frame {
+                    self.finish(c, c, None, ctx, mem);
+                }
+                P::Data
+            }
+            // STOP# without data: with FRAME# still asserted the master releases it next
+            // clock; with FRAME# already deasserted the transaction ends here.
+            (P::Address | P::Wait | P::Data, In::Stop(tc, end)) => {
+                self.apply_frame(tc);
+                self.stats.wait_cycles += 1;
+                self.stop(end, tc.frame);
+                if !tc.frame {
+                    self.finish(c, c, None, ctx, mem);
+                }
+                P::Stop
+            }
+            // The clock after STOP# (after a retry, or a disconnect with data): FRAME#
+            // deasserted, IRDY# asserted, no data; the transaction ends here.
+            (P::Data | P::Stop, In::Hold) => {
+                self.stats.wait_cycles += 1;
+                self.finish(c, c, None, ctx, mem);
+                P::Stop
+            }
+            // Hold only follows a clock with STOP# asserted.
+            (P::Address | P::Wait, In::Hold) => {
+                self.impossible(from, input);
+                self.finish(c, c, Some(TenureEnd::TargetAbort), ctx, mem);
+                P::Stop
+            }
+            // No DEVSEL# by the fifth clock: master abort. With FRAME# still asserted the
+            // master deasserts it now (IRDY# stays one more clock); otherwise IRDY# goes
+            // now and the bus is idle in this clock.
+            (P::Wait, In::MasterAbort) => {
+                let frame_was = self.active.as_ref().is_some_and(|t| t.frame);
+                if frame_was {
+                    self.stats.wait_cycles += 1;
+                    self.finish(c, c, Some(TenureEnd::MasterAbort), ctx, mem);
+                    P::Stop
+                } else {
+                    self.finish(c, c - 1, Some(TenureEnd::MasterAbort), ctx, mem);
+                    P::Idle
+                }
+            }
+            // Master abort is only decided after four clocks of Wait.
+            (P::Address | P::Data | P::Stop, In::MasterAbort) => {
+                self.impossible(from, input);
+                self.finish(c, c, Some(TenureEnd::MasterAbort), ctx, mem);
+                P::Stop
+            }
+            // After a STOP# clock only Hold follows.
+            (P::Stop, In::NoData(_) | In::Transfer(..) | In::Stop(..)) => {
+                self.impossible(from, input);
+                self.finish(c, c, Some(TenureEnd::TargetAbort), ctx, mem);
+                P::Stop
+            }
+            // The transaction's last clock was the previous one: FRAME# and IRDY# are
+            // deasserted, the bus is idle (the turnaround clock).
+            (P::Data | P::Stop, In::Release) => P::Idle,
+            // A transaction cannot end in its address phase or in a wait clock.
+            (P::Address | P::Wait, In::Release) => {
+                self.impossible(from, input);
+                P::Idle
+            }
+            // While a transaction owns the bus nobody else starts.
+            (P::Address | P::Wait | P::Data | P::Stop, In::Quiet | In::Start(_)) => {
+                self.impossible(from, input);
+                P::Idle
+            }
+        };
+        debug_assert!(
+            from == to || c == self.now_clk,
+            "phase change {from:?} -> {to:?} in clock {c} stepped late at clock {}",
+            self.now_clk
+        );
+        self.phase.set(to, ctx);
+        self.arb.step(&reqs, started, to == P::Idle);
+        self.stats.cycles += 1;
+        if to == P::Idle {
+            self.stats.idle_cycles += 1;
+        } else {
+            self.stats.busy_cycles += 1;
+        }
+        for (m, &r) in reqs.iter().enumerate() {
+            if r && started != Some(m) && owner != Some(m) {
+                if let Some(s) = self.stats.per_master.get_mut(m) {
+                    s.wait_for_grant_cycles += 1;
+                }
+            }
+        }
+    }
+
+    /// Decides the bus activity of clock `c`.
+    fn clock_input(&mut self, c: u64, reqs: &[bool], gnt_prev: Option<usize>) -> ClockInput {
+        if self.active.is_some() {
+            let tc = self.tenure_clock(c, gnt_prev);
+            return match tc.resp {
+                Resp::NoDevsel | Resp::Wait => ClockInput::NoData(tc),
+                Resp::Transfer { stop } => ClockInput::Transfer(tc, stop),
+                Resp::Stop(end) => ClockInput::Stop(tc, end),
+                Resp::Hold => ClockInput::Hold,
+                Resp::MasterAbort => ClockInput::MasterAbort,
+            };
+        }
+        match self.phase.state() {
+            P::Idle => match gnt_prev {
+                Some(g) if reqs.get(g).copied().unwrap_or(false) => ClockInput::Start(g),
+                _ => ClockInput::Quiet,
+            },
+            P::Address | P::Wait | P::Data | P::Stop => ClockInput::Release,
+        }
+    }
+
+    /// REQ# of every master in clock `c - 1` (none before clock 0).
+    pub(super) fn req_lines(&self, c: u64) -> Vec<bool> {
+        let Some(prev) = c.checked_sub(1) else {
+            return vec![false; self.masters.len()];
+        };
+        let busy = self.active.as_ref().map(|t| t.master);
+        self.masters
+            .iter()
+            .enumerate()
+            .map(|(m, port)| {
+                let skip = usize::from(busy == Some(m));
+                prev >= port.hold_until && port.queue.get(skip).is_some_and(|q| q.arrival <= prev)
+            })
+            .collect()
+    }
+
+    /// An internal invariant broke: log it (and stop a debug build).
+    fn impossible(&self, from: P, input: ClockInput) {
+        tracing::error!(target: "pci::bus", ?from, ?input, "impossible bus transition");
+        debug_assert!(false, "impossible bus transition {from:?} / {input:?}");
+    }
+}

@@ -1,0 +1,483 @@
+//! The PCI bus component: arbiter, bus-phase state machine, target decode, the PCI
+//! interfaces of its masters, and (on the system bus) the host bridge.
+//!
+//! ```text
+//!            Request / CpuRead / CpuWrite             TargetRead / TargetWrite
+//!  masters ----------------------------> +---------+ ------------------------> device
+//!          <---------------------------- | PciBus  | <------------------------ targets
+//!            TransactionDone / Cpu*      | arbiter |   TargetReadData / Abort
+//!                                        | phases  |
+//!                                        | bridge  | <--&mut HostMemory-- World
+//!                                        +---------+
+//! ```
+//!
+//! **Clocking.** The bus is clocked by its PCI domain; clock `k` is the period that begins
+//! at edge `k`. A message that lands at edge `e` is a signal driven in clock `e`: a
+//! request is REQ# in clock `e` (the arbiter samples it at edge `e+1`), device read data
+//! can be driven with TRDY# in clock `e`. The bus evaluates clock `e` in a `Tick` at edge
+//! `e` with late priority, after every message landing at that edge.
+//!
+//! **Stepping.** [`Stepping::PerClock`] ticks every clock while anything is pending.
+//! [`Stepping::FastForward`] ticks only at clocks where something observable can happen
+//! (an output message, a state change, a host-memory commit) and steps the quiet clocks
+//! in between when it wakes, through the same per-clock function; a test proves both
+//! give identical results.
+//!
+//! **Masters.** A master hands the bus whole [`BusRequest`]s; the bus plays the master's
+//! PCI interface: REQ# while a request is queued, repeats a retried transaction,
+//! continues a disconnected or latency-timer-cut one at the next address (REQ# off for
+//! two clocks after a target termination, PCI 2.2 §3.4.1), and reports once with
+//! [`TransactionDone`](crate::TransactionDone). Masters never insert wait states (IRDY# is asserted every data
+//! phase: their data is in a FIFO).
+//!
+//! **Targets.** A device target is another component with a [`TargetProfile`]; the host
+//! bridge is built in (see [`crate::bridge`]). Timing rules are in [`fsm`] and
+//! [`tenure`].
+//!
+//! Not modelled: fast back-to-back transactions, dual-address cycles, I/O and
+//! configuration commands, parity, LOCK#, a master that inserts wait states.
+
+pub(crate) mod arbiter;
+mod complete;
+pub mod fsm;
+mod inputs;
+pub mod tenure;
+pub(crate) mod words;
+
+pub use fsm::BusPhase;
+
+use crate::bridge::HostBridge;
+use crate::error::PciError;
+use crate::memory::HostMemory;
+use crate::msg::{BusRequest, Command, MasterId, PciMsg};
+use crate::params::{BridgeParams, BusParams, Stepping, TargetProfile};
+use crate::stats::{BusStats, MasterStats, TenureRecord};
+use arbiter::Arbiter;
+use sim_kernel::{ComponentId, Ctx, Cycles, Fsm, Priority, Time};
+use std::collections::VecDeque;
+use tenure::Tenure;
+
+/// How a master is registered with a bus.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MasterConfig {
+    /// Name for statistics (e.g. `nic.dma`).
+    pub name: String,
+    /// The component that receives its `TransactionDone`s.
+    pub component: ComponentId,
+    /// Its Latency Timer register [PCI clocks] (PCI 2.2 §3.5.4).
+    pub latency_timer: Cycles,
+    /// Whether it does 64-bit transfers on a 64-bit bus.
+    pub supports_64bit: bool,
+}
+
+/// A target's index on one bus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TargetId(pub u16);
+
+#[derive(Clone, Debug)]
+pub(crate) enum TargetKind {
+    HostBridge,
+    Device {
+        component: ComponentId,
+        profile: TargetProfile,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct TargetEntry {
+    pub start: u64,
+    pub end: u64,
+    pub kind: TargetKind,
+}
+
+/// Who hears about a finished request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reply {
+    Master(ComponentId),
+    CpuRead(ComponentId),
+    CpuWrite,
+}
+
+/// A request in a master's queue, with its progress.
+#[derive(Clone, Debug)]
+pub(crate) struct Queued {
+    pub req: BusRequest,
+    pub total: u64,
+    pub arrival: u64,
+    pub done: u64,
+    pub data: Vec<u8>,
+    pub reply: Reply,
+    pub transactions: u32,
+    pub retries: u32,
+    pub disconnects: u32,
+    pub lt_cuts: u32,
+    pub start: Option<Time>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct MasterPort {
+    pub lt: u64,
+    pub is64: bool,
+    pub queue: VecDeque<Queued>,
+    /// REQ# stays deasserted in clocks before this one (after a target termination).
+    pub hold_until: u64,
+}
+
+/// A read forwarded to a device target, and its answer once it arrived.
+#[derive(Clone, Debug)]
+pub(crate) struct DeviceRead {
+    pub tag: u64,
+    pub target: usize,
+    pub addr: u64,
+    pub command: Command,
+    pub reply: Option<DeviceReply>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum DeviceReply {
+    Data(Vec<u8>),
+    Abort,
+}
+
+/// One PCI bus segment (see the module doc).
+#[derive(Clone, Debug)]
+pub struct PciBus {
+    params: BusParams,
+    period_ps: u64,
+    phase_ps: u64,
+    domain_checked: bool,
+    now_clk: u64,
+    clk_next: u64,
+    tick: Option<u64>,
+    generation: u64,
+    phase: Fsm<BusPhase>,
+    arb: Arbiter,
+    masters: Vec<MasterPort>,
+    master_components: Vec<Option<ComponentId>>,
+    targets: Vec<TargetEntry>,
+    bridge: Option<HostBridge>,
+    bridge_master: Option<usize>,
+    active: Option<Tenure>,
+    device_reads: Vec<DeviceRead>,
+    next_read_tag: u64,
+    stats: BusStats,
+    log: Option<Vec<TenureRecord>>,
+}
+
+impl PciBus {
+    /// A bus with no masters and no targets. Register it with the kernel in the domain
+    /// `params.clock_domain(name)`: its clock is that domain's.
+    ///
+    /// # Errors
+    /// Bad parameters.
+    pub fn new(params: BusParams) -> Result<Self, PciError> {
+        let period = params.clock_domain("pci")?.period().as_ps();
+        Ok(Self {
+            arb: Arbiter::new(params.park),
+            params,
+            period_ps: period,
+            phase_ps: 0,
+            domain_checked: false,
+            now_clk: 0,
+            clk_next: 0,
+            tick: None,
+            generation: 0,
+            phase: Fsm::new("pci.bus", BusPhase::Idle),
+            masters: Vec::new(),
+            master_components: Vec::new(),
+            targets: Vec::new(),
+            bridge: None,
+            bridge_master: None,
+            active: None,
+            device_reads: Vec::new(),
+            next_read_tag: 1,
+            stats: BusStats::default(),
+            log: None,
+        })
+    }
+
+    /// The bus parameters.
+    #[must_use]
+    pub fn params(&self) -> &BusParams {
+        &self.params
+    }
+
+    /// Registers a master; its index is its arbitration order.
+    ///
+    /// # Errors
+    /// More than 65 536 masters.
+    pub fn add_master(&mut self, cfg: MasterConfig) -> Result<MasterId, PciError> {
+        let id = u16::try_from(self.masters.len()).map_err(|_| PciError::BadParam {
+            name: "masters",
+            why: "at most 65536 masters per bus".into(),
+        })?;
+        self.masters.push(MasterPort {
+            lt: cfg.latency_timer.0,
+            is64: cfg.supports_64bit,
+            queue: VecDeque::new(),
+            hold_until: 0,
+        });
+        self.stats.per_master.push(MasterStats {
+            name: cfg.name,
+            ..MasterStats::default()
+        });
+        self.master_components.push(Some(cfg.component));
+        Ok(MasterId(id))
+    }
+
+    /// Registers a device target for `[start, start + len)`.
+    ///
+    /// # Errors
+    /// An empty or overflowing range, one that overlaps another target, or more write
+    /// wait states than the 16-clock initial latency allows (14: a first TRDY# in the
+    /// 16th clock at the latest, PCI 2.2 §3.5.1.1).
+    pub fn add_device_target(
+        &mut self,
+        start: u64,
+        len: u64,
+        component: ComponentId,
+        profile: TargetProfile,
+    ) -> Result<TargetId, PciError> {
+        if profile.write_wait_states.0 > 14 {
+            return Err(PciError::BadParam {
+                name: "target.write_wait_states",
+                why: format!(
+                    "{} wait states exceed the 16-clock target initial latency (at most 14)",
+                    profile.write_wait_states.0
+                ),
+            });
+        }
+        self.add_target(start, len, TargetKind::Device { component, profile })
+    }
+
+    /// Attaches the host bridge: the target for host memory `[0, memory_bytes)` and a
+    /// master for CPU accesses. Returns the bridge's master id.
+    ///
+    /// # Errors
+    /// Bad bridge parameters, a bridge already attached, or an overlapping range.
+    pub fn attach_host_bridge(
+        &mut self,
+        params: BridgeParams,
+        memory_bytes: u64,
+    ) -> Result<MasterId, PciError> {
+        params.validate()?;
+        if self.bridge.is_some() {
+            return Err(PciError::BadParam {
+                name: "bridge",
+                why: "a bus has at most one host bridge".into(),
+            });
+        }
+        self.add_target(0, memory_bytes, TargetKind::HostBridge)?;
+        let id = u16::try_from(self.masters.len()).map_err(|_| PciError::BadParam {
+            name: "masters",
+            why: "at most 65536 masters per bus".into(),
+        })?;
+        self.masters.push(MasterPort {
+            lt: params.latency_timer.0,
+            is64: params.supports_64bit,
+            queue: VecDeque::new(),
+            hold_until: 0,
+        });
+        self.stats.per_master.push(MasterStats {
+            name: "host-bridge".into(),
+            ..MasterStats::default()
+        });
+        self.master_components.push(None);
+        self.bridge_master = Some(self.masters.len() - 1);
+        self.bridge = Some(HostBridge::new(params, memory_bytes));
+        Ok(MasterId(id))
+    }
+
+    fn add_target(&mut self, start: u64, len: u64, kind: TargetKind) -> Result<TargetId, PciError> {
+        let end = start
+            .checked_add(len)
+            .filter(|_| len > 0)
+            .ok_or(PciError::BadParam {
+                name: "target range",
+                why: format!("{start:#x}+{len} is empty or overflows"),
+            })?;
+        if self.targets.iter().any(|t| start < t.end && t.start < end) {
+            return Err(PciError::Overlap { start, end });
+        }
+        let id = u16::try_from(self.targets.len()).map_err(|_| PciError::BadParam {
+            name: "targets",
+            why: "at most 65536 targets per bus".into(),
+        })?;
+        self.targets.push(TargetEntry { start, end, kind });
+        Ok(TargetId(id))
+    }
+
+    /// The host bridge, if attached.
+    #[must_use]
+    pub fn bridge(&self) -> Option<&HostBridge> {
+        self.bridge.as_ref()
+    }
+
+    /// Statistics up to the last clock the bus has simulated.
+    #[must_use]
+    pub fn stats(&self) -> &BusStats {
+        &self.stats
+    }
+
+    /// The bus phase of the last simulated clock.
+    #[must_use]
+    pub fn phase(&self) -> BusPhase {
+        self.phase.state()
+    }
+
+    /// Clocks simulated so far (the next clock to simulate).
+    #[must_use]
+    pub fn clocks_simulated(&self) -> u64 {
+        self.clk_next
+    }
+
+    /// Whether nothing is queued, in flight or waiting to commit.
+    #[must_use]
+    pub fn is_quiescent(&self) -> bool {
+        self.idle_quiescent()
+            && self
+                .bridge
+                .as_ref()
+                .map_or(true, |b| b.pending_writes() == 0)
+    }
+
+    /// Turns the per-transaction log on (clearing it) or off.
+    pub fn set_tenure_log(&mut self, on: bool) {
+        self.log = on.then(Vec::new);
+    }
+
+    /// The per-transaction log (empty unless turned on).
+    #[must_use]
+    pub fn tenure_log(&self) -> &[TenureRecord] {
+        self.log.as_deref().unwrap_or(&[])
+    }
+
+    /// The start of clock `k` (edge `k` of the bus domain).
+    #[must_use]
+    pub fn edge(&self, k: u64) -> Time {
+        Time(
+            self.phase_ps
+                .saturating_add(k.saturating_mul(self.period_ps)),
+        )
+    }
+
+    /// Handles one message at `ctx.now()`. `mem` is the node's host memory (needed when a
+    /// host bridge is attached; `None` for a bus without one).
+    pub fn handle<M: From<PciMsg>>(
+        &mut self,
+        msg: PciMsg,
+        ctx: &mut Ctx<'_, M>,
+        mem: Option<&mut HostMemory>,
+    ) {
+        let mut mem = mem;
+        let (phase, period) = {
+            let d = ctx.my_domain();
+            (d.phase().as_ps(), d.period().as_ps())
+        };
+        if period != self.period_ps && !self.domain_checked {
+            tracing::warn!(
+                target: "pci::bus",
+                period_ps = period,
+                params_ps = self.period_ps,
+                "bus registered in a clock domain that is not params.clock_domain(): its clock rules"
+            );
+        }
+        self.domain_checked = true;
+        self.phase_ps = phase;
+        self.period_ps = period;
+        let now = ctx.now().as_ps().saturating_sub(phase) / period.max(1);
+        self.now_clk = now;
+        match msg {
+            PciMsg::Tick { generation } => {
+                if generation != self.generation || self.tick != Some(now) {
+                    return; // a superseded wake-up
+                }
+                self.tick = None;
+                self.run_to(now, ctx, &mut mem);
+                if let Some(next) = self.next_tick(now) {
+                    self.ensure_tick(next, ctx);
+                }
+            }
+            other => {
+                if now > 0 {
+                    self.run_to(now - 1, ctx, &mut mem);
+                }
+                self.accept(other, now, ctx);
+                self.ensure_tick(now + 1, ctx);
+            }
+        }
+    }
+
+    /// Steps every clock up to and including `target`.
+    fn run_to<M: From<PciMsg>>(
+        &mut self,
+        target: u64,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut Option<&mut HostMemory>,
+    ) {
+        while self.clk_next <= target {
+            if self.idle_quiescent() {
+                let stop = match self.next_commit_clock() {
+                    Some(k) if k <= target => k,
+                    _ => target + 1,
+                };
+                if stop > self.clk_next {
+                    let n = stop - self.clk_next;
+                    self.stats.cycles += n;
+                    self.stats.idle_cycles += n;
+                    self.clk_next = stop;
+                    continue;
+                }
+            }
+            let c = self.clk_next;
+            self.step(c, ctx, mem);
+            self.clk_next = c + 1;
+        }
+    }
+
+    /// Idle bus, nothing queued, GNT# stable: stepping changes nothing but idle counts.
+    fn idle_quiescent(&self) -> bool {
+        self.active.is_none()
+            && self.phase.state() == BusPhase::Idle
+            && self.masters.iter().all(|m| m.queue.is_empty())
+            && self.arb.stable_when_idle()
+    }
+
+    fn next_commit_clock(&self) -> Option<u64> {
+        let t = self.bridge.as_ref()?.next_commit()?;
+        let since = t.as_ps().saturating_sub(self.phase_ps);
+        Some(since.div_ceil(self.period_ps.max(1)))
+    }
+
+    /// The next clock that must be stepped at its own edge, after clock `c`.
+    fn next_tick(&self, c: u64) -> Option<u64> {
+        let mut next = self.next_commit_clock().filter(|&k| k > c);
+        if !self.idle_quiescent() {
+            let skip = match self.params.stepping {
+                Stepping::PerClock => 0,
+                Stepping::FastForward => self.quiet_clocks(c),
+            };
+            let k = c.saturating_add(1).saturating_add(skip);
+            next = Some(next.map_or(k, |n| n.min(k)));
+        }
+        next
+    }
+
+    /// Makes sure the bus is woken at clock `k` (> now) or earlier.
+    fn ensure_tick<M: From<PciMsg>>(&mut self, k: u64, ctx: &mut Ctx<'_, M>) {
+        if self.tick.is_some_and(|t| t <= k) {
+            return;
+        }
+        self.generation += 1;
+        self.tick = Some(k);
+        let n = k.saturating_sub(self.now_clk).max(1);
+        ctx.wake_after_with(
+            Cycles(n),
+            Priority::LATE,
+            PciMsg::Tick {
+                generation: self.generation,
+            }
+            .into(),
+        );
+    }
+}

@@ -1,0 +1,437 @@
+//! The card's DMA master: turns a DMA job (a physical page list and a length) into PCI
+//! bursts and hands them to the bus.
+//!
+//! ```text
+//!  DmaStart(job) --> split at 4 KB pages --> bursts of <= burst_bytes --> Request --> PciBus
+//!  DmaDone       <-- gather read data, first error <------------ TransactionDone <--
+//! ```
+//!
+//! - A burst never crosses a physical page (the next page is elsewhere) and is at most
+//!   `burst_bytes` long; bursts are cut sequentially from the start of each page piece.
+//! - Read command by length (PCI 2.2 §3.1.2 usage guidelines): one data phase or less ->
+//!   Memory Read; within one cache line -> Memory Read Line; more -> Memory Read
+//!   Multiple. Writes use Memory Write, or Memory Write and Invalidate for whole aligned
+//!   cache lines when enabled.
+//! - Up to `max_outstanding` bursts are queued at the bus, so REQ# stays asserted and
+//!   the next burst starts right after the idle clock that ends the previous one.
+//! - Jobs run in arrival order; a failed burst (master or target abort) ends its job
+//!   with the error, bytes before it counted.
+//!
+//! The component is clocked by the PCI domain of its bus.
+
+use crate::msg::{
+    BusRequest, Command, DmaDirection, DmaDone, DmaJob, DmaStatus, MasterId, PciMsg,
+    TransactionDone, TxnStatus,
+};
+use crate::page_table::page_segments;
+use crate::params::{BusWidth, DmaParams};
+use sim_kernel::{ComponentId, Ctx, Fsm, StateName, Time};
+use std::collections::VecDeque;
+
+/// Whether the DMA master has work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DmaState {
+    /// No job.
+    Idle,
+    /// At least one job in progress.
+    Busy,
+}
+
+impl StateName for DmaState {
+    fn name(self) -> &'static str {
+        match self {
+            DmaState::Idle => "idle",
+            DmaState::Busy => "busy",
+        }
+    }
+}
+
+/// Counters of a DMA master.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DmaStats {
+    /// Jobs finished (any status).
+    pub jobs: u64,
+    /// Jobs that failed.
+    pub failed_jobs: u64,
+    /// Bursts issued.
+    pub bursts: u64,
+    /// Bytes read from the bus.
+    pub bytes_read: u64,
+    /// Bytes written to the bus.
+    pub bytes_written: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Burst {
+    addr: u64,
+    offset: u64,
+    len: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Job {
+    seq: u64,
+    tag: u64,
+    reply_to: ComponentId,
+    write: bool,
+    data: Vec<u8>,
+    bursts: Vec<Burst>,
+    issued: usize,
+    completed: usize,
+    status: DmaStatus,
+    moved: u64,
+    start: Time,
+    end: Time,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    bus_tag: u64,
+    job: u64,
+    burst: usize,
+}
+
+/// The read command for `len` bytes at `addr` (`word`: bytes per data phase).
+#[must_use]
+pub fn read_command(addr: u64, len: u64, word: u64, cache_line: u64) -> Command {
+    let last = addr.saturating_add(len.max(1) - 1);
+    if len <= word && addr / word == last / word {
+        Command::MemoryRead
+    } else if addr / cache_line == last / cache_line {
+        Command::MemoryReadLine
+    } else {
+        Command::MemoryReadMultiple
+    }
+}
+
+/// The write command for `len` bytes at `addr`.
+#[must_use]
+pub fn write_command(addr: u64, len: u64, cache_line: u64, invalidate: bool) -> Command {
+    if invalidate && addr % cache_line == 0 && len % cache_line == 0 && len > 0 {
+        Command::MemoryWriteInvalidate
+    } else {
+        Command::MemoryWrite
+    }
+}
+
+/// The card's DMA master (see the module doc).
+#[derive(Clone, Debug)]
+pub struct DmaMaster {
+    params: DmaParams,
+    bus: ComponentId,
+    master: MasterId,
+    word: u64,
+    jobs: VecDeque<Job>,
+    in_flight: VecDeque<InFlight>,
+    next_tag: u64,
+    next_seq: u64,
+    fsm: Fsm<DmaState>,
+    stats: DmaStats,
+}
+
+impl DmaMaster {
+    /// A DMA master that is `master` on the bus component `bus` of width `width`.
+    #[must_use]
+    pub fn new(params: DmaParams, bus: ComponentId, master: MasterId, width: BusWidth) -> Self {
+        Self {
+            params,
+            bus,
+            master,
+            word: width.bytes(),
+            jobs: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            next_tag: 0,
+            next_seq: 0,
+            fsm: Fsm::new("pci.dma", DmaState::Idle),
+            stats: DmaStats::default(),
+        }
+    }
+
+    /// The master registration to give [`crate::PciBus::add_master`] for a DMA master
+    /// that is component `component`.
+    #[must_use]
+    pub fn master_config(
+        name: &str,
+        component: ComponentId,
+        params: &DmaParams,
+    ) -> crate::MasterConfig {
+        crate::MasterConfig {
+            name: name.to_owned(),
+            component,
+            latency_timer: params.latency_timer,
+            supports_64bit: params.supports_64bit,
+        }
+    }
+
+    /// Its counters.
+    #[must_use]
+    pub fn stats(&self) -> &DmaStats {
+        &self.stats
+    }
+
+    /// Its parameters.
+    #[must_use]
+    pub fn params(&self) -> &DmaParams {
+        &self.params
+    }
+
+    /// Whether a job is in progress.
+    #[must_use]
+    pub fn busy(&self) -> bool {
+        self.fsm.state() == DmaState::Busy
+    }
+
+    /// Handles one message.
+    pub fn handle<M: From<PciMsg>>(&mut self, msg: PciMsg, ctx: &mut Ctx<'_, M>) {
+        match msg {
+            PciMsg::DmaStart(job) => self.start(job, ctx),
+            PciMsg::TransactionDone(done) => self.burst_done(done, ctx),
+            PciMsg::Tick { .. }
+            | PciMsg::Request(_)
+            | PciMsg::TargetWrite { .. }
+            | PciMsg::TargetRead { .. }
+            | PciMsg::TargetReadData { .. }
+            | PciMsg::TargetAbort { .. }
+            | PciMsg::CpuWrite { .. }
+            | PciMsg::CpuWritePosted { .. }
+            | PciMsg::CpuRead { .. }
+            | PciMsg::CpuReadData { .. }
+            | PciMsg::DmaDone(_) => {
+                tracing::warn!(target: "pci::dma", ?msg, "not a DMA master input: dropped");
+            }
+        }
+    }
+
+    fn start<M: From<PciMsg>>(&mut self, job: DmaJob, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        let (write, data, len) = match job.direction {
+            DmaDirection::Read { len } => (false, Vec::new(), len),
+            DmaDirection::Write { data } => {
+                let len = data.len() as u64;
+                (true, data, len)
+            }
+        };
+        let segs = match page_segments(&job.pages, len) {
+            Ok(s) => s,
+            Err(e) => {
+                self.stats.jobs += 1;
+                self.stats.failed_jobs += 1;
+                let done = DmaDone {
+                    tag: job.tag,
+                    status: DmaStatus::BadPageList(e),
+                    bytes: 0,
+                    data: Vec::new(),
+                    bursts: 0,
+                    start: now,
+                    end: now,
+                };
+                ctx.send(job.reply_to, PciMsg::DmaDone(done).into());
+                return;
+            }
+        };
+        let mut bursts = Vec::new();
+        let mut offset = 0;
+        for s in segs {
+            let mut at = 0;
+            while at < s.len {
+                let n = (s.len - at).min(self.params.burst_bytes.max(1));
+                bursts.push(Burst {
+                    addr: s.addr + at,
+                    offset,
+                    len: n,
+                });
+                at += n;
+                offset += n;
+            }
+        }
+        let data = if write {
+            data
+        } else {
+            vec![0u8; usize::try_from(len).unwrap_or(0)]
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        tracing::debug!(target: "pci::dma", tag = job.tag, len, bursts = bursts.len(), write, "job start");
+        self.jobs.push_back(Job {
+            seq,
+            tag: job.tag,
+            reply_to: job.reply_to,
+            write,
+            data,
+            bursts,
+            issued: 0,
+            completed: 0,
+            status: DmaStatus::Ok,
+            moved: 0,
+            start: now,
+            end: now,
+        });
+        self.fsm.set(DmaState::Busy, ctx);
+        self.finish_jobs(ctx);
+        self.pump(ctx);
+    }
+
+    fn burst_done<M: From<PciMsg>>(&mut self, done: TransactionDone, ctx: &mut Ctx<'_, M>) {
+        let Some(pos) = self.in_flight.iter().position(|f| f.bus_tag == done.tag) else {
+            tracing::warn!(target: "pci::dma", tag = done.tag, "completion of an unknown burst dropped");
+            return;
+        };
+        let Some(f) = self.in_flight.remove(pos) else {
+            return;
+        };
+        if let Some(job) = self.jobs.iter_mut().find(|j| j.seq == f.job) {
+            job.completed += 1;
+            job.end = done.end;
+            if let Some(b) = job.bursts.get(f.burst).copied() {
+                if !job.write {
+                    let from = usize::try_from(b.offset).unwrap_or(usize::MAX);
+                    let n = done.data.len().min(job.data.len().saturating_sub(from));
+                    if let Some(dst) = job.data.get_mut(from..from + n) {
+                        dst.copy_from_slice(&done.data[..n]);
+                    }
+                    self.stats.bytes_read += done.bytes;
+                } else {
+                    self.stats.bytes_written += done.bytes;
+                }
+                if job.status == DmaStatus::Ok {
+                    job.moved = b.offset + done.bytes;
+                    match done.status {
+                        TxnStatus::Ok => {}
+                        TxnStatus::MasterAbort | TxnStatus::BadRequest => {
+                            job.status = DmaStatus::MasterAbort {
+                                addr: b.addr + done.bytes,
+                            };
+                        }
+                        TxnStatus::TargetAbort => {
+                            job.status = DmaStatus::TargetAbort {
+                                addr: b.addr + done.bytes,
+                            };
+                        }
+                    }
+                }
+            }
+        }
+        self.finish_jobs(ctx);
+        self.pump(ctx);
+    }
+
+    /// Reports the jobs at the front that are over.
+    fn finish_jobs<M: From<PciMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+        while let Some(job) = self.jobs.front() {
+            let failed = job.status != DmaStatus::Ok;
+            let all_issued = job.issued == job.bursts.len() || failed;
+            if !(all_issued && job.completed == job.issued) {
+                break;
+            }
+            let Some(mut job) = self.jobs.pop_front() else {
+                break;
+            };
+            self.stats.jobs += 1;
+            if failed {
+                self.stats.failed_jobs += 1;
+            }
+            let data = if job.write {
+                Vec::new()
+            } else {
+                job.data.truncate(usize::try_from(job.moved).unwrap_or(0));
+                job.data
+            };
+            tracing::debug!(target: "pci::dma", tag = job.tag, bytes = job.moved, "job done");
+            let done = DmaDone {
+                tag: job.tag,
+                status: job.status,
+                bytes: job.moved,
+                data,
+                bursts: u32::try_from(job.issued).unwrap_or(u32::MAX),
+                start: job.start,
+                end: job.end,
+            };
+            ctx.send(job.reply_to, PciMsg::DmaDone(done).into());
+        }
+        if self.jobs.is_empty() {
+            self.fsm.set(DmaState::Idle, ctx);
+        }
+    }
+
+    /// Queues bursts at the bus up to `max_outstanding`.
+    fn pump<M: From<PciMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+        while self.in_flight.len() < self.params.max_outstanding {
+            let Some(job) = self
+                .jobs
+                .iter_mut()
+                .find(|j| j.status == DmaStatus::Ok && j.issued < j.bursts.len())
+            else {
+                return;
+            };
+            let idx = job.issued;
+            let Some(b) = job.bursts.get(idx).copied() else {
+                return;
+            };
+            job.issued += 1;
+            let (command, data) = if job.write {
+                let from = usize::try_from(b.offset).unwrap_or(usize::MAX);
+                let n = usize::try_from(b.len).unwrap_or(0);
+                let data = job
+                    .data
+                    .get(from..from + n)
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default();
+                (
+                    write_command(
+                        b.addr,
+                        b.len,
+                        self.params.cache_line_bytes,
+                        self.params.write_invalidate,
+                    ),
+                    data,
+                )
+            } else {
+                (
+                    read_command(b.addr, b.len, self.word, self.params.cache_line_bytes),
+                    Vec::new(),
+                )
+            };
+            let bus_tag = self.next_tag;
+            self.next_tag += 1;
+            self.in_flight.push_back(InFlight {
+                bus_tag,
+                job: job.seq,
+                burst: idx,
+            });
+            self.stats.bursts += 1;
+            let req = BusRequest {
+                master: self.master,
+                tag: bus_tag,
+                command,
+                addr: b.addr,
+                len: b.len,
+                data,
+            };
+            ctx.send(self.bus, PciMsg::Request(req).into());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_choice_by_length() {
+        assert_eq!(read_command(0x100, 4, 4, 32), Command::MemoryRead);
+        assert_eq!(
+            read_command(0x102, 4, 4, 32),
+            Command::MemoryReadLine,
+            "two data phases"
+        );
+        assert_eq!(read_command(0x100, 32, 4, 32), Command::MemoryReadLine);
+        assert_eq!(read_command(0x110, 32, 4, 32), Command::MemoryReadMultiple);
+        assert_eq!(read_command(0x100, 512, 4, 32), Command::MemoryReadMultiple);
+        assert_eq!(
+            write_command(0x100, 64, 32, true),
+            Command::MemoryWriteInvalidate
+        );
+        assert_eq!(write_command(0x104, 64, 32, true), Command::MemoryWrite);
+        assert_eq!(write_command(0x100, 64, 32, false), Command::MemoryWrite);
+    }
+}

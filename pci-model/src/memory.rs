@@ -1,0 +1,229 @@
+//! Host physical memory: real bytes, stored sparsely in 4 KB frames, plus the node's
+//! seeded physical-frame allocator.
+//!
+//! A frame costs memory only once written: 256 MB of host memory is an empty
+//! `BTreeMap` until a page table maps and fills it. Untouched bytes read as zero. Every
+//! access is bounds-checked against the configured size and fails with a [`MemError`],
+//! never a panic. The frame allocator hands out physically scattered frames from a
+//! [`SplitMix64`] stream, so a buffer's pages land where a real OS might put them, the
+//! same way on every run with the same seed.
+//!
+//! `HostMemory` is not a component: it belongs to the node and is passed `&mut` by the
+//! World into the handlers that touch it (the host bridge, the host CPU).
+
+use crate::error::MemError;
+use sim_kernel::{Bytes, SplitMix64};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Size of a host page and of a physical frame \[bytes\] (IA-32 4 KB pages).
+pub const PAGE_SIZE: u64 = 4096;
+
+/// The first byte of the page holding `addr`.
+#[must_use]
+pub const fn page_base(addr: u64) -> u64 {
+    addr & !(PAGE_SIZE - 1)
+}
+
+/// Host physical memory of one node.
+#[derive(Clone, Debug)]
+pub struct HostMemory {
+    size: u64,
+    frames: BTreeMap<u64, Box<[u8; PAGE_SIZE as usize]>>,
+    allocated: BTreeSet<u64>,
+    rng: SplitMix64,
+}
+
+impl HostMemory {
+    /// `size` bytes of memory (a positive multiple of 4 KB), frames allocated from a
+    /// stream seeded with `seed`.
+    ///
+    /// # Errors
+    /// A size of zero or not a multiple of 4096.
+    pub fn new(size: Bytes, seed: u64) -> Result<Self, MemError> {
+        if size.0 == 0 || size.0 % PAGE_SIZE != 0 {
+            return Err(MemError::BadSize { size: size.0 });
+        }
+        Ok(Self {
+            size: size.0,
+            frames: BTreeMap::new(),
+            allocated: BTreeSet::new(),
+            rng: SplitMix64::derive(seed, "host-memory.frames"),
+        })
+    }
+
+    /// Configured size \[bytes\].
+    #[must_use]
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Number of 4 KB frames.
+    #[must_use]
+    pub fn frame_count(&self) -> u64 {
+        self.size / PAGE_SIZE
+    }
+
+    /// Frames that hold written bytes (the memory actually used by the model).
+    #[must_use]
+    pub fn touched_frames(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Frames handed out by the allocator.
+    #[must_use]
+    pub fn allocated_frames(&self) -> usize {
+        self.allocated.len()
+    }
+
+    fn check(&self, addr: u64, len: u64) -> Result<(), MemError> {
+        let end = addr
+            .checked_add(len)
+            .ok_or(MemError::Overflow { addr, len })?;
+        if end > self.size {
+            return Err(MemError::OutOfRange {
+                addr,
+                len,
+                size: self.size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies `buf.len()` bytes from physical address `pa` into `buf`.
+    ///
+    /// # Errors
+    /// The range is not inside the memory.
+    pub fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), MemError> {
+        self.check(pa, buf.len() as u64)?;
+        let mut done = 0usize;
+        while done < buf.len() {
+            let a = pa + done as u64;
+            let off = offset_in_page(a);
+            let n = (PAGE_SIZE as usize - off).min(buf.len() - done);
+            match self.frames.get(&page_base(a)) {
+                Some(frame) => buf[done..done + n].copy_from_slice(&frame[off..off + n]),
+                None => buf[done..done + n].fill(0),
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `data` to physical address `pa`.
+    ///
+    /// # Errors
+    /// The range is not inside the memory (nothing is written then).
+    pub fn write(&mut self, pa: u64, data: &[u8]) -> Result<(), MemError> {
+        self.check(pa, data.len() as u64)?;
+        let mut done = 0usize;
+        while done < data.len() {
+            let a = pa + done as u64;
+            let off = offset_in_page(a);
+            let n = (PAGE_SIZE as usize - off).min(data.len() - done);
+            let frame = self
+                .frames
+                .entry(page_base(a))
+                .or_insert_with(|| Box::new([0u8; PAGE_SIZE as usize]));
+            frame[off..off + n].copy_from_slice(&data[done..done + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Reads `len` bytes at `pa` into a new vector.
+    ///
+    /// # Errors
+    /// The range is not inside the memory.
+    pub fn read_vec(&self, pa: u64, len: usize) -> Result<Vec<u8>, MemError> {
+        let mut v = vec![0u8; len];
+        self.read(pa, &mut v)?;
+        Ok(v)
+    }
+
+    /// Allocates one free frame, chosen pseudo-randomly (scattered, deterministic), and
+    /// returns its physical base address.
+    ///
+    /// # Errors
+    /// Every frame is allocated.
+    pub fn alloc_frame(&mut self) -> Result<u64, MemError> {
+        let frames = self.frame_count();
+        if self.allocated.len() as u64 >= frames {
+            return Err(MemError::OutOfFrames { frames });
+        }
+        // Random probes first; when memory is nearly full, scan on from a random frame.
+        let mut pick = self.rng.below(frames);
+        let mut probes = 0;
+        while self.allocated.contains(&pick) {
+            probes += 1;
+            pick = if probes < 64 {
+                self.rng.below(frames)
+            } else {
+                (pick + 1) % frames
+            };
+        }
+        self.allocated.insert(pick);
+        Ok(pick * PAGE_SIZE)
+    }
+
+    /// Marks the frame holding `pa` as allocated (for fixed buffers of a scenario);
+    /// returns whether it was free.
+    ///
+    /// # Errors
+    /// `pa` is outside the memory.
+    pub fn reserve_frame(&mut self, pa: u64) -> Result<bool, MemError> {
+        self.check(pa, 1)?;
+        Ok(self.allocated.insert(pa / PAGE_SIZE))
+    }
+}
+
+#[allow(clippy::cast_possible_truncation)]
+fn offset_in_page(addr: u64) -> usize {
+    (addr % PAGE_SIZE) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_and_bounds_checked() {
+        let mut m = HostMemory::new(Bytes(256 << 20), 1).unwrap();
+        assert_eq!(m.touched_frames(), 0);
+        let mut b = [0xAAu8; 8];
+        m.read(0x1000_0000 - 8, &mut b).unwrap();
+        assert_eq!(b, [0; 8]);
+        // A write across a page boundary touches two frames.
+        m.write(0x2FFE, &[1, 2, 3, 4]).unwrap();
+        assert_eq!(m.touched_frames(), 2);
+        assert_eq!(m.read_vec(0x2FFD, 6).unwrap(), vec![0, 1, 2, 3, 4, 0]);
+        assert_eq!(
+            m.write(0x1000_0000 - 2, &[0; 4]),
+            Err(MemError::OutOfRange {
+                addr: 0x1000_0000 - 2,
+                len: 4,
+                size: 0x1000_0000
+            })
+        );
+        assert!(matches!(
+            m.read(u64::MAX, &mut b),
+            Err(MemError::Overflow { .. })
+        ));
+        assert!(HostMemory::new(Bytes(1000), 1).is_err());
+        assert!(HostMemory::new(Bytes(0), 1).is_err());
+    }
+
+    #[test]
+    fn allocator_is_scattered_deterministic_and_exhaustible() {
+        let mut a = HostMemory::new(Bytes(64 * PAGE_SIZE), 7).unwrap();
+        let mut b = HostMemory::new(Bytes(64 * PAGE_SIZE), 7).unwrap();
+        let fa: Vec<u64> = (0..64).map(|_| a.alloc_frame().unwrap()).collect();
+        let fb: Vec<u64> = (0..64).map(|_| b.alloc_frame().unwrap()).collect();
+        assert_eq!(fa, fb);
+        let mut sorted = fa.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 64, "no frame twice");
+        assert_ne!(fa, sorted, "not handed out in order");
+        assert_eq!(a.alloc_frame(), Err(MemError::OutOfFrames { frames: 64 }));
+    }
+}

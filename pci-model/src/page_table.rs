@@ -1,0 +1,282 @@
+//! Per-process page tables: virtual 4 KB pages mapped to scattered physical frames.
+//!
+//! [`PageTable::pages_of`] gives the physical page list of a buffer in exactly the form
+//! the HVIA-GE address translation table stores (hardware.md, "Address translation
+//! table"): the first entry is the physical address of the buffer's first byte (same
+//! offset within its page as the virtual address), each later entry is the base of the
+//! next page. [`page_segments`] turns such a list back into physically contiguous pieces,
+//! which is how the DMA master splits a transfer at page boundaries.
+
+use crate::error::MemError;
+use crate::memory::{page_base, HostMemory, PAGE_SIZE};
+use std::collections::BTreeMap;
+
+/// One physically contiguous piece of a transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PhysSegment {
+    /// First byte [physical address].
+    pub addr: u64,
+    /// Length \[bytes\], never crossing a 4 KB boundary.
+    pub len: u64,
+}
+
+/// Virtual-to-physical mapping of one process (4 KB pages).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageTable {
+    map: BTreeMap<u64, u64>,
+}
+
+impl PageTable {
+    /// An empty page table.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of mapped pages.
+    #[must_use]
+    pub fn mapped_pages(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Maps every page that `[va, va + len)` touches and is not mapped yet to a fresh
+    /// frame from `mem`'s allocator.
+    ///
+    /// # Errors
+    /// Overflow, or the memory has no free frame left (pages mapped so far stay mapped).
+    pub fn map_range(&mut self, va: u64, len: u64, mem: &mut HostMemory) -> Result<(), MemError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let last = va
+            .checked_add(len - 1)
+            .ok_or(MemError::Overflow { addr: va, len })?;
+        let mut page = page_base(va);
+        loop {
+            if let std::collections::btree_map::Entry::Vacant(e) = self.map.entry(page) {
+                e.insert(mem.alloc_frame()?);
+            }
+            if page == page_base(last) {
+                return Ok(());
+            }
+            page += PAGE_SIZE;
+        }
+    }
+
+    /// Maps the virtual page holding `va` to the frame holding `pa`.
+    ///
+    /// # Errors
+    /// The virtual page is already mapped.
+    pub fn map_page(&mut self, va: u64, pa: u64) -> Result<(), MemError> {
+        let vp = page_base(va);
+        if self.map.contains_key(&vp) {
+            return Err(MemError::AlreadyMapped { va: vp });
+        }
+        self.map.insert(vp, page_base(pa));
+        Ok(())
+    }
+
+    /// The physical address of `va`.
+    ///
+    /// # Errors
+    /// The page is not mapped.
+    pub fn translate(&self, va: u64) -> Result<u64, MemError> {
+        self.map
+            .get(&page_base(va))
+            .map(|frame| frame + va % PAGE_SIZE)
+            .ok_or(MemError::Unmapped { va })
+    }
+
+    /// The physical page list of `[va, va + len)`: entry 0 is the physical address of
+    /// `va`, each later entry the base of the next page. Empty for `len == 0`.
+    ///
+    /// # Errors
+    /// Overflow or an unmapped page.
+    pub fn pages_of(&self, va: u64, len: u64) -> Result<Vec<u64>, MemError> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let last = va
+            .checked_add(len - 1)
+            .ok_or(MemError::Overflow { addr: va, len })?;
+        let mut pages = vec![self.translate(va)?];
+        let mut page = page_base(va);
+        while page != page_base(last) {
+            page += PAGE_SIZE;
+            pages.push(self.translate(page)?);
+        }
+        Ok(pages)
+    }
+
+    /// The physically contiguous pieces of `[va, va + len)`.
+    ///
+    /// # Errors
+    /// Overflow or an unmapped page.
+    pub fn segments(&self, va: u64, len: u64) -> Result<Vec<PhysSegment>, MemError> {
+        page_segments(&self.pages_of(va, len)?, len)
+    }
+
+    /// Reads `buf.len()` bytes of virtual memory at `va`.
+    ///
+    /// # Errors
+    /// Unmapped pages or physical range errors.
+    pub fn read(&self, mem: &HostMemory, va: u64, buf: &mut [u8]) -> Result<(), MemError> {
+        let mut done = 0usize;
+        for seg in self.segments(va, buf.len() as u64)? {
+            let n = usize::try_from(seg.len).unwrap_or(usize::MAX);
+            mem.read(seg.addr, &mut buf[done..done + n])?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Writes `data` to virtual memory at `va`.
+    ///
+    /// # Errors
+    /// Unmapped pages or physical range errors (pieces before the error are written).
+    pub fn write(&self, mem: &mut HostMemory, va: u64, data: &[u8]) -> Result<(), MemError> {
+        let mut done = 0usize;
+        for seg in self.segments(va, data.len() as u64)? {
+            let n = usize::try_from(seg.len).unwrap_or(usize::MAX);
+            mem.write(seg.addr, &data[done..done + n])?;
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// Splits a transfer of `len` bytes described by an ATT-style page list (entry 0 = the
+/// physical start, later entries = page bases) into page-bounded physical segments.
+///
+/// # Errors
+/// The list is too short, a later entry is not page-aligned, or an address overflows.
+pub fn page_segments(pages: &[u64], len: u64) -> Result<Vec<PhysSegment>, MemError> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let first = *pages.first().ok_or(MemError::ShortPageList {
+        needed: 1,
+        given: 0,
+    })?;
+    let first_len = (PAGE_SIZE - first % PAGE_SIZE).min(len);
+    let needed = 1 + (len - first_len).div_ceil(PAGE_SIZE);
+    if (pages.len() as u64) < needed {
+        return Err(MemError::ShortPageList {
+            needed,
+            given: pages.len() as u64,
+        });
+    }
+    first.checked_add(first_len).ok_or(MemError::Overflow {
+        addr: first,
+        len: first_len,
+    })?;
+    let mut segs = vec![PhysSegment {
+        addr: first,
+        len: first_len,
+    }];
+    let mut left = len - first_len;
+    for (index, &addr) in pages.iter().enumerate().skip(1) {
+        if left == 0 {
+            break;
+        }
+        if addr % PAGE_SIZE != 0 {
+            return Err(MemError::UnalignedPage { index, addr });
+        }
+        let n = left.min(PAGE_SIZE);
+        addr.checked_add(n)
+            .ok_or(MemError::Overflow { addr, len: n })?;
+        segs.push(PhysSegment { addr, len: n });
+        left -= n;
+    }
+    Ok(segs)
+}
+
+/// The ATT-style page list of a physically contiguous buffer at `pa`.
+#[must_use]
+pub fn contiguous_pages(pa: u64, len: u64) -> Vec<u64> {
+    let mut pages = vec![pa];
+    let mut page = page_base(pa);
+    let end = pa.saturating_add(len.max(1) - 1);
+    while page + PAGE_SIZE <= end {
+        page += PAGE_SIZE;
+        pages.push(page);
+    }
+    pages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim_kernel::Bytes;
+
+    #[test]
+    fn pages_of_follows_the_att_layout() {
+        let mut mem = HostMemory::new(Bytes(1 << 24), 3).unwrap();
+        let mut pt = PageTable::new();
+        let va = 0x4000_0F00;
+        pt.map_range(va, 0x2200, &mut mem).unwrap(); // 0x4000_0F00..0x4000_3100: 4 pages
+        assert_eq!(pt.mapped_pages(), 4);
+        let pages = pt.pages_of(va, 0x2200).unwrap();
+        assert_eq!(pages.len(), 4);
+        assert_eq!(pages[0] % PAGE_SIZE, 0xF00, "same offset as the VA");
+        assert_eq!(pages[1] % PAGE_SIZE, 0);
+        assert_eq!(pages[1], pt.translate(0x4000_1000).unwrap());
+        let segs = page_segments(&pages, 0x2200).unwrap();
+        assert_eq!(
+            segs.iter().map(|s| s.len).collect::<Vec<_>>(),
+            vec![0x100, 0x1000, 0x1000, 0x100]
+        );
+        assert_eq!(
+            pt.translate(0x5000_0000),
+            Err(MemError::Unmapped { va: 0x5000_0000 })
+        );
+        assert!(pt.pages_of(va, 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn virtual_reads_and_writes_cross_scattered_frames() {
+        let mut mem = HostMemory::new(Bytes(1 << 24), 9).unwrap();
+        let mut pt = PageTable::new();
+        pt.map_range(0x1000_0FFC, 8, &mut mem).unwrap();
+        pt.write(&mut mem, 0x1000_0FFC, &[1, 2, 3, 4, 5, 6, 7, 8])
+            .unwrap();
+        let mut b = [0u8; 8];
+        pt.read(&mem, 0x1000_0FFC, &mut b).unwrap();
+        assert_eq!(b, [1, 2, 3, 4, 5, 6, 7, 8]);
+        let p0 = pt.translate(0x1000_0FFC).unwrap();
+        let p1 = pt.translate(0x1000_1000).unwrap();
+        assert_eq!(mem.read_vec(p0, 4).unwrap(), vec![1, 2, 3, 4]);
+        assert_eq!(mem.read_vec(p1, 4).unwrap(), vec![5, 6, 7, 8]);
+        assert!(pt.map_page(0x1000_1234, 0).is_err());
+    }
+
+    #[test]
+    fn bad_page_lists_are_errors() {
+        assert_eq!(
+            page_segments(&[0x1F00], 0x200),
+            Err(MemError::ShortPageList {
+                needed: 2,
+                given: 1
+            })
+        );
+        assert_eq!(
+            page_segments(&[0x1F00, 0x3004], 0x200),
+            Err(MemError::UnalignedPage {
+                index: 1,
+                addr: 0x3004
+            })
+        );
+        assert!(page_segments(&[], 4).is_err());
+        assert!(page_segments(&[u64::MAX - 2], 2).is_ok());
+        assert!(page_segments(&[u64::MAX], 2).is_err());
+    }
+
+    #[test]
+    fn contiguous_page_lists() {
+        assert_eq!(contiguous_pages(0x1F00, 0x100), vec![0x1F00]);
+        assert_eq!(contiguous_pages(0x1F00, 0x101), vec![0x1F00, 0x2000]);
+        assert_eq!(contiguous_pages(0x1000, 0x2000), vec![0x1000, 0x2000]);
+        let pages = contiguous_pages(0x1F00, 0x3000);
+        assert_eq!(page_segments(&pages, 0x3000).unwrap().len(), 4);
+    }
+}

@@ -1,0 +1,147 @@
+//! A small system builder for the integration tests: one bus (with or without the host
+//! bridge), host memory, and whatever masters, targets and probes a test needs.
+
+#![allow(dead_code)]
+
+use pci_model::{
+    BridgeParams, BusParams, DmaMaster, DmaParams, HostMemory, MasterConfig, MasterId, Node,
+    PciBus, PciMsg, PciWorld, Probe, SimpleTarget, TargetProfile,
+};
+use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, DomainId, Kernel, Time};
+
+/// One 33 MHz PCI clock [ps].
+pub const T: u64 = 30_303;
+
+/// Edge `k` of the 33 MHz PCI domain.
+pub fn edge(k: u64) -> Time {
+    Time(k * T)
+}
+
+pub struct Sys {
+    pub k: Kernel<PciMsg>,
+    pub w: PciWorld,
+    pub bus: ComponentId,
+    pub pci: DomainId,
+    pub cpu: DomainId,
+    pub bridge_master: Option<MasterId>,
+}
+
+impl Sys {
+    /// A bus (id 0) in domain `pci`, plus an 800 MHz CPU domain; the host bridge is
+    /// attached when `bridge` is given.
+    pub fn new(bus: BusParams, bridge: Option<BridgeParams>, mem_bytes: u64, trace: bool) -> Self {
+        let mut k = Kernel::new(trace);
+        let pci = k.add_domain(bus.clock_domain("pci").unwrap());
+        let cpu = k.add_domain(ClockDomain::from_mhz("cpu", 800.0).unwrap());
+        let bus_id = k.add_component("pci.bus", pci);
+        let mut b = PciBus::new(bus).unwrap();
+        b.set_tenure_log(true);
+        let bridge_master = bridge.map(|p| b.attach_host_bridge(p, mem_bytes).unwrap());
+        let w = PciWorld {
+            nodes: vec![Node::Bus(Box::new(b))],
+            mem: HostMemory::new(Bytes(mem_bytes), 7).unwrap(),
+        };
+        Self {
+            k,
+            w,
+            bus: bus_id,
+            pci,
+            cpu,
+            bridge_master,
+        }
+    }
+
+    pub fn bus(&self) -> &PciBus {
+        self.w.bus(self.bus).unwrap()
+    }
+
+    fn add(&mut self, name: &str, domain: DomainId, node: Node) -> ComponentId {
+        let id = self.k.add_component(name, domain);
+        assert_eq!(id.0 as usize, self.w.nodes.len());
+        self.w.nodes.push(node);
+        id
+    }
+
+    /// A recorder in the PCI domain (`cpu`: in the CPU domain).
+    pub fn probe(&mut self, name: &str, cpu: bool) -> ComponentId {
+        let d = if cpu { self.cpu } else { self.pci };
+        self.add(name, d, Node::Probe(Probe::default()))
+    }
+
+    /// A recorder registered as a bus master with latency timer `lt`.
+    pub fn master(&mut self, name: &str, lt: u64) -> (ComponentId, MasterId) {
+        let id = self.probe(name, false);
+        let m = self
+            .w
+            .bus_mut(self.bus)
+            .unwrap()
+            .add_master(MasterConfig {
+                name: name.into(),
+                component: id,
+                latency_timer: Cycles(lt),
+                supports_64bit: true,
+            })
+            .unwrap();
+        (id, m)
+    }
+
+    /// A simple target for `[base, base + size)` in the PCI domain.
+    pub fn device(
+        &mut self,
+        base: u64,
+        size: usize,
+        read_latency: u64,
+        profile: TargetProfile,
+    ) -> ComponentId {
+        let bus = self.bus;
+        let id = self.add(
+            "device",
+            self.pci,
+            Node::Device(SimpleTarget::new(bus, base, size, Cycles(read_latency), 0)),
+        );
+        self.w
+            .bus_mut(bus)
+            .unwrap()
+            .add_device_target(base, size as u64, id, profile)
+            .unwrap();
+        id
+    }
+
+    /// A DMA master in the PCI domain.
+    pub fn dma(&mut self, params: DmaParams) -> (ComponentId, MasterId) {
+        let bus = self.bus;
+        let next = ComponentId(u32::try_from(self.w.nodes.len()).unwrap());
+        let width = self.bus().params().width;
+        let m = self
+            .w
+            .bus_mut(bus)
+            .unwrap()
+            .add_master(DmaMaster::master_config("dma", next, &params))
+            .unwrap();
+        let id = self.add(
+            "dma",
+            self.pci,
+            Node::Dma(DmaMaster::new(params, bus, m, width)),
+        );
+        (id, m)
+    }
+
+    pub fn received(&self, id: ComponentId) -> &[(Time, PciMsg)] {
+        &self.w.probe(id).unwrap().received
+    }
+
+    pub fn run(&mut self) {
+        self.k.run_to_idle(&mut self.w);
+    }
+
+    /// (time, new phase) of every bus phase change.
+    pub fn phases(&self) -> Vec<(Time, &'static str)> {
+        self.k
+            .trace()
+            .transitions()
+            .iter()
+            .filter(|t| t.component == self.bus)
+            .map(|t| (t.time, t.to))
+            .collect()
+    }
+}

@@ -1,0 +1,242 @@
+//! Fast-forward stepping equals per-clock stepping: the same random scenarios (a DMA
+//! master, a raw master and the CPU contending for the bus, host memory and a device
+//! target, short latency timers, slow device reads, both bridge read modes) give the
+//! same messages at the same instants, the same statistics, transaction log, trace and
+//! memory contents.
+
+mod common;
+
+use common::Sys;
+use pci_model::{
+    BridgeParams, BusParams, BusRequest, BusStats, BusWidth, Command, DmaDirection, DmaJob,
+    DmaParams, PageTable, PciMsg, ReadMode, Stepping, TargetProfile, TenureRecord,
+};
+use proptest::prelude::*;
+use sim_kernel::{Cycles, Duration, SplitMix64, Time};
+
+const DEV: u64 = 0x9000_0000;
+
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    received: Vec<Vec<(Time, PciMsg)>>,
+    stats: BusStats,
+    log: Vec<TenureRecord>,
+    digest: u64,
+    memory: Vec<u8>,
+    device: Vec<u8>,
+    events: u64,
+    /// Requests the raw master and the CPU made.
+    asked: (usize, usize),
+}
+
+fn scenario(seed: u64, stepping: Stepping) -> Outcome {
+    let mut r = SplitMix64::new(seed);
+    let wide = r.below(2) == 1;
+    let bus = BusParams {
+        width: if wide { BusWidth::W64 } else { BusWidth::W32 },
+        clock_mhz: if wide { 66.0 } else { 33.0 },
+        stepping,
+        ..BusParams::default()
+    };
+    let bridge = BridgeParams {
+        read_mode: if r.below(2) == 0 {
+            ReadMode::Delayed
+        } else {
+            ReadMode::WaitStates
+        },
+        memory_read_latency: Duration::from_ns(60 + 60 * r.below(10)),
+        memory_stream_mb_s: [800, 200, 100][r.below(3) as usize],
+        posted_write_latency: Duration::from_ns(30 + 30 * r.below(8)),
+        posted_write_buffer_bytes: [8192, 256, 64][r.below(3) as usize],
+        mrm_prefetch_bytes: [4096, 128][r.below(2) as usize],
+        ..BridgeParams::default()
+    };
+    let mut s = Sys::new(bus, Some(bridge), 1 << 22, true);
+    let engine = s.probe("engine", false);
+    let cpu = s.probe("cpu", true);
+    let lt = [4, 16, 64][r.below(3) as usize];
+    let (dma, _) = s.dma(DmaParams {
+        burst_bytes: [64, 100, 512, 4096][r.below(4) as usize],
+        latency_timer: Cycles(lt),
+        ..DmaParams::default()
+    });
+    let (raw, m) = s.master("raw", [2, 8, 32][r.below(3) as usize]);
+    let profile = TargetProfile {
+        max_write_burst_bytes: [0, 32][r.below(2) as usize],
+        write_wait_states: Cycles(r.below(3)),
+        ..TargetProfile::default()
+    };
+    let device = s.device(DEV, 8192, r.below(24), profile);
+    let _ = raw;
+
+    // The DMA job: a host buffer, read or write.
+    let len = 1 + r.below(9000);
+    let va = 0x2000_0000 + r.below(4096);
+    let mut pt = PageTable::new();
+    pt.map_range(va, len, &mut s.w.mem).unwrap();
+    let mut data = vec![0u8; len as usize];
+    r.fill(&mut data);
+    pt.write(&mut s.w.mem, va, &data).unwrap();
+    let write = r.below(2) == 1;
+    s.k.post(
+        dma,
+        Time(r.below(300_000)),
+        PciMsg::DmaStart(DmaJob {
+            tag: 1,
+            reply_to: engine,
+            direction: if write {
+                DmaDirection::Write {
+                    data: data.iter().map(|b| !b).collect(),
+                }
+            } else {
+                DmaDirection::Read { len }
+            },
+            pages: pt.pages_of(va, len).unwrap(),
+        }),
+    );
+    // The raw master: reads and writes to the device and to host memory.
+    let raw_n = 1 + r.below(6);
+    let cpu_n = r.below(6);
+    for tag in 0..raw_n {
+        let to_dev = r.below(2) == 0;
+        let addr = if to_dev {
+            DEV + r.below(4000)
+        } else {
+            0x10_0000 + r.below(20_000)
+        };
+        let n = 1 + r.below(600);
+        let read = r.below(2) == 0;
+        let command = if read {
+            [
+                Command::MemoryRead,
+                Command::MemoryReadLine,
+                Command::MemoryReadMultiple,
+            ][r.below(3) as usize]
+        } else {
+            Command::MemoryWrite
+        };
+        let mut payload = vec![0u8; if read { 0 } else { n as usize }];
+        r.fill(&mut payload);
+        s.k.post(
+            s.bus,
+            Time(r.below(600_000)),
+            PciMsg::Request(BusRequest {
+                master: m,
+                tag,
+                command,
+                addr,
+                len: n,
+                data: payload,
+            }),
+        );
+    }
+    // The CPU: register reads and posted writes to the device.
+    for tag in 0..cpu_n {
+        let addr = DEV + 4 * r.below(1000);
+        let msg = if r.below(2) == 0 {
+            PciMsg::CpuRead {
+                tag,
+                addr,
+                len: 4,
+                reply_to: cpu,
+            }
+        } else {
+            PciMsg::CpuWrite {
+                tag,
+                addr,
+                data: vec![tag as u8; 4],
+                reply_to: cpu,
+            }
+        };
+        s.k.post(s.bus, Time(r.below(600_000)), msg);
+    }
+    s.run();
+    let received =
+        s.w.nodes
+            .iter()
+            .filter_map(|n| match n {
+                pci_model::Node::Probe(p) => Some(p.received.clone()),
+                _ => None,
+            })
+            .collect();
+    let mut memory = vec![0u8; len as usize];
+    pt.read(&s.w.mem, va, &mut memory).unwrap();
+    memory.extend(s.w.mem.read_vec(0x10_0000, 21_000).unwrap());
+    Outcome {
+        received,
+        stats: s.bus().stats().clone(),
+        log: s.bus().tenure_log().to_vec(),
+        digest: s.k.trace().digest(),
+        memory,
+        device: s.w.device(device).unwrap().bytes().to_vec(),
+        events: s.k.stats().events,
+        asked: (raw_n as usize, cpu_n as usize),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn fast_forward_equals_per_clock(seed in any::<u64>()) {
+        let slow = scenario(seed, Stepping::PerClock);
+        let fast = scenario(seed, Stepping::FastForward);
+        prop_assert!(slow.events >= fast.events);
+        prop_assert_eq!(&slow.received, &fast.received);
+        prop_assert_eq!(&slow.stats, &fast.stats);
+        prop_assert_eq!(&slow.log, &fast.log);
+        prop_assert_eq!(slow.digest, fast.digest);
+        prop_assert_eq!(&slow.memory, &fast.memory);
+        prop_assert_eq!(&slow.device, &fast.device);
+        // Everything that was asked for ended (engine: DmaDone; raw master: one
+        // TransactionDone per request).
+        prop_assert!(slow.received[0].iter().any(|(_, m)| matches!(m, PciMsg::DmaDone(_))));
+        prop_assert_eq!(slow.received[1].len(), slow.asked.1);
+        prop_assert_eq!(slow.received[2].len(), slow.asked.0);
+    }
+}
+
+/// The random scenarios reach every termination the bus models.
+#[test]
+fn scenarios_cover_every_termination() {
+    let mut total = BusStats::default();
+    for seed in 0..60 {
+        let o = scenario(seed, Stepping::FastForward);
+        total.retries += o.stats.retries;
+        total.disconnects += o.stats.disconnects;
+        total.latency_timer_expirations += o.stats.latency_timer_expirations;
+        total.transactions += o.stats.transactions;
+        total.wait_cycles += o.stats.wait_cycles;
+    }
+    assert!(total.retries > 100, "{total:?}");
+    assert!(total.disconnects > 50, "{total:?}");
+    assert!(total.latency_timer_expirations > 20, "{total:?}");
+}
+
+#[test]
+fn fast_forward_saves_most_events_on_long_bursts() {
+    let run = |stepping| {
+        pci_model::dma_throughput(&pci_model::DmaBenchParams {
+            bus: BusParams {
+                stepping,
+                ..BusParams::default()
+            },
+            bytes: 64 << 10,
+            trace: true,
+            ..pci_model::DmaBenchParams::default()
+        })
+        .unwrap()
+    };
+    let slow = run(Stepping::PerClock);
+    let fast = run(Stepping::FastForward);
+    assert_eq!(slow.elapsed, fast.elapsed);
+    assert_eq!(slow.stats, fast.stats);
+    assert_eq!(slow.trace_digest, fast.trace_digest);
+    assert_eq!(slow.accounting, fast.accounting);
+    assert!(
+        fast.events * 5 < slow.events,
+        "{} vs {}",
+        fast.events,
+        slow.events
+    );
+}
