@@ -13,6 +13,7 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`buffer_ram`] | the card's buffer RAM (TX/RX buffers, DP83820 rings) and the engine-GEC interface |
 //! | [`frame`] | building and checking Ethernet frames (pad, FCS); [`Frame`] in flight |
 //! | [`gmii`] | [`GmiiTx`]: preamble, SFD, frame, IFG on the 125 MHz clock; queue; stats |
 //! | [`rx`] | [`RxFrame`] (bytes arriving one per clock), [`GmiiRx`] (pairing, FCS check) |
@@ -39,6 +40,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod buffer_ram;
 pub mod cable;
 pub mod fdb;
 pub mod frame;
@@ -52,6 +54,7 @@ pub mod port;
 pub mod rx;
 pub mod switch;
 
+pub use buffer_ram::{BufferError, BufferLayout, BufferRam};
 pub use cable::Millimetres;
 pub use frame::{FcsError, Frame, FrameError, FrameId, FrameLimits};
 pub use gmii::{Captured, GmiiState, GmiiTx, TxDone, TxRefused, TxStats};

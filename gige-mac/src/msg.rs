@@ -9,12 +9,15 @@
 //! | [`MacMsg::RxStart`] | the far transmitter, through the link | the receiving port | the edge the frame's first byte is complete on RXD |
 //! | [`MacMsg::RxEnd`] | the far transmitter, through the link | the receiving port | the edge its last (FCS) byte is complete on RXD |
 //! | [`MacMsg::SwitchForward`] | a switch, to itself | the switch | forwarding latency after the frame's end |
+//! | [`MacMsg::GecTransmit`], [`MacMsg::GecRxRelease`] | the VIA engine | the GEC | one core cycle later |
+//! | [`MacMsg::GecTxDone`], [`MacMsg::GecRxFrame`] | the GEC | the VIA engine | one core cycle later |
 //!
 //! The DP83820 MAC (descriptor rings, FIFOs, PCI bus master) will add its own variants
 //! here; the enum is `#[non_exhaustive]` so that matches elsewhere already allow for them.
 
 use crate::frame::Frame;
 use crate::rx::RxFrame;
+use sim_kernel::MsgId;
 
 /// A port of a component: 0 for a single-port MAC, the port number on a switch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -61,6 +64,42 @@ pub enum MacMsg {
         /// The frame, complete.
         frame: RxFrame,
     },
+    /// engine -> GEC: TX buffer `slot` of the [`crate::BufferRam`] holds a frame of `len`
+    /// bytes (Ethernet header onward, no FCS) to transmit.
+    GecTransmit {
+        /// TX buffer slot.
+        slot: u16,
+        /// Frame length without FCS [bytes].
+        len: u32,
+        /// The message the frame belongs to (for traces).
+        msg: MsgId,
+    },
+    /// GEC -> engine: the DP83820 has written back the TX descriptor of `slot`: the frame
+    /// is sent (`ok`) or failed, and the slot is free again.
+    GecTxDone {
+        /// TX buffer slot.
+        slot: u16,
+        /// Whether the MAC reported the frame sent without error.
+        ok: bool,
+        /// The message the frame belonged to.
+        msg: MsgId,
+    },
+    /// GEC -> engine: RX buffer `slot` holds a good received frame of `len` bytes (FCS
+    /// stripped).
+    GecRxFrame {
+        /// RX buffer slot.
+        slot: u16,
+        /// Frame length without FCS [bytes].
+        len: u32,
+        /// Trace id given to the received frame.
+        msg: MsgId,
+    },
+    /// engine -> GEC: the engine has moved the frame out of RX buffer `slot`; it may be
+    /// handed back to the DP83820.
+    GecRxRelease {
+        /// RX buffer slot.
+        slot: u16,
+    },
     /// Internal to a switch: the forwarding latency of a good frame received on `in_port`
     /// has passed; look up its destination and queue it on the output port(s).
     SwitchForward {
@@ -81,6 +120,10 @@ impl MacMsg {
             MacMsg::RxStart { .. } => "rx-start",
             MacMsg::RxEnd { .. } => "rx-end",
             MacMsg::SwitchForward { .. } => "switch-forward",
+            MacMsg::GecTransmit { .. } => "gec-transmit",
+            MacMsg::GecTxDone { .. } => "gec-tx-done",
+            MacMsg::GecRxFrame { .. } => "gec-rx-frame",
+            MacMsg::GecRxRelease { .. } => "gec-rx-release",
         }
     }
 }

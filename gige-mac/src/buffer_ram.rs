@@ -1,0 +1,317 @@
+//! The card's buffer RAM: the FPGA memory that holds the TX and RX frame buffers and the
+//! DP83820's descriptor rings, shared by the VIA protocol engine (`nic-model`) and the GEC.
+//!
+//! It is physical storage, not a component (see ARCHITECTURE.md): the World passes it
+//! `&mut` into the handlers of the engine and the GEC, and each touches it only at the
+//! instant its own model says the access happens (the engine writes a word into a TX
+//! buffer on the core clock edge that moves it; the GEC serves the DP83820's local-bus
+//! reads and writes from it).
+//!
+//! The HVIA-GE paper does not publish buffer counts or sizes; they are parameters
+//! ([`BufferLayout`]) with documented assumptions. Layout, as seen on the local PCI bus
+//! (the GEC claims `base .. base + size`):
+//!
+//! ```text
+//! base + 0                        TX descriptor ring: tx_slots x 16-byte DP83820 descriptors
+//! base + tx_ring_bytes            RX descriptor ring: rx_slots x 16-byte DP83820 descriptors
+//! base + slots_offset             TX buffers: tx_slots x slot_bytes
+//!  ... + tx_slots * slot_bytes    RX buffers: rx_slots x slot_bytes
+//! ```
+//!
+//! Interface between engine and GEC (both directions are [`crate::MacMsg`] variants):
+//!
+//! | message | from -> to | meaning |
+//! |---|---|---|
+//! | `GecTransmit { slot, len, msg }` | engine -> GEC | TX buffer `slot` holds a frame of `len` bytes (Ethernet header onward, no FCS: the DP83820 appends it) |
+//! | `GecTxDone { slot, ok, msg }` | GEC -> engine | the DP83820 has written back that descriptor: the slot is free again |
+//! | `GecRxFrame { slot, len, msg }` | GEC -> engine | RX buffer `slot` holds a received frame of `len` bytes (FCS stripped), checked good by the MAC |
+//! | `GecRxRelease { slot }` | engine -> GEC | the engine has moved the frame out: the slot may be given back to the DP83820 |
+
+use thiserror::Error;
+
+/// Size of one DP83820 descriptor with 32-bit addressing [bytes] (DP83820 datasheet).
+pub const DESCRIPTOR_BYTES: u64 = 16;
+
+/// Where things live in the buffer RAM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferLayout {
+    /// Local-bus address of the first byte of the RAM (the GEC's target window).
+    /// Assumption: 0x1000_0000, any address the DP83820 can reach with 32-bit addressing.
+    pub base: u64,
+    /// Number of TX frame buffers. Assumption (not published): 2, double buffering, so
+    /// the engine fills one while the MAC drains the other.
+    pub tx_slots: u16,
+    /// Number of RX frame buffers. Assumption (not published): 4.
+    pub rx_slots: u16,
+    /// Bytes per frame buffer [bytes]. Assumption: 2048, the power of two above the
+    /// largest frame (1518 bytes with FCS).
+    pub slot_bytes: u64,
+}
+
+impl Default for BufferLayout {
+    fn default() -> Self {
+        Self {
+            base: 0x1000_0000,
+            tx_slots: 2,
+            rx_slots: 4,
+            slot_bytes: 2048,
+        }
+    }
+}
+
+/// Why a buffer RAM layout or access is refused.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum BufferError {
+    /// The layout has no slots, slots too small for a maximal frame, or does not fit.
+    #[error("buffer RAM layout: {0}")]
+    BadLayout(&'static str),
+    /// An access outside the RAM.
+    #[error("buffer RAM access of {len} bytes at {addr:#x} is outside {base:#x}..{end:#x}")]
+    OutOfRange {
+        /// First byte asked for [local-bus address].
+        addr: u64,
+        /// Bytes asked for.
+        len: u64,
+        /// First byte of the RAM.
+        base: u64,
+        /// One past the last byte of the RAM.
+        end: u64,
+    },
+    /// A slot number past the configured count.
+    #[error("no {kind} slot {slot} (there are {count})")]
+    NoSlot {
+        /// "tx" or "rx".
+        kind: &'static str,
+        /// The slot asked for.
+        slot: u16,
+        /// Slots configured.
+        count: u16,
+    },
+}
+
+impl BufferLayout {
+    /// Checks the layout.
+    ///
+    /// # Errors
+    /// No TX or RX slot, slots under 1518 bytes, or a RAM that would pass 4 GB.
+    pub fn validate(&self) -> Result<(), BufferError> {
+        if self.tx_slots == 0 || self.rx_slots == 0 {
+            return Err(BufferError::BadLayout("at least one TX and one RX slot"));
+        }
+        if self.slot_bytes < 1518 {
+            return Err(BufferError::BadLayout("slots must hold a 1518-byte frame"));
+        }
+        if self
+            .base
+            .checked_add(self.size())
+            .is_none_or(|end| end > u64::from(u32::MAX) + 1)
+        {
+            return Err(BufferError::BadLayout(
+                "the RAM must lie below 4 GB (32-bit addressing)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes of the TX descriptor ring.
+    #[must_use]
+    pub fn tx_ring_bytes(&self) -> u64 {
+        u64::from(self.tx_slots) * DESCRIPTOR_BYTES
+    }
+
+    /// Bytes of the RX descriptor ring.
+    #[must_use]
+    pub fn rx_ring_bytes(&self) -> u64 {
+        u64::from(self.rx_slots) * DESCRIPTOR_BYTES
+    }
+
+    /// Offset of the first frame buffer from `base` (rings rounded up to 64 bytes).
+    #[must_use]
+    pub fn slots_offset(&self) -> u64 {
+        (self.tx_ring_bytes() + self.rx_ring_bytes()).div_ceil(64) * 64
+    }
+
+    /// Total bytes of the RAM.
+    #[must_use]
+    pub fn size(&self) -> u64 {
+        self.slots_offset()
+            + (u64::from(self.tx_slots) + u64::from(self.rx_slots)) * self.slot_bytes
+    }
+
+    /// Local-bus address of TX descriptor `slot`.
+    ///
+    /// # Errors
+    /// A slot past the count.
+    pub fn tx_descriptor(&self, slot: u16) -> Result<u64, BufferError> {
+        self.check(slot, self.tx_slots, "tx")?;
+        Ok(self.base + u64::from(slot) * DESCRIPTOR_BYTES)
+    }
+
+    /// Local-bus address of RX descriptor `slot`.
+    ///
+    /// # Errors
+    /// A slot past the count.
+    pub fn rx_descriptor(&self, slot: u16) -> Result<u64, BufferError> {
+        self.check(slot, self.rx_slots, "rx")?;
+        Ok(self.base + self.tx_ring_bytes() + u64::from(slot) * DESCRIPTOR_BYTES)
+    }
+
+    /// Local-bus address of TX buffer `slot`.
+    ///
+    /// # Errors
+    /// A slot past the count.
+    pub fn tx_buffer(&self, slot: u16) -> Result<u64, BufferError> {
+        self.check(slot, self.tx_slots, "tx")?;
+        Ok(self.base + self.slots_offset() + u64::from(slot) * self.slot_bytes)
+    }
+
+    /// Local-bus address of RX buffer `slot`.
+    ///
+    /// # Errors
+    /// A slot past the count.
+    pub fn rx_buffer(&self, slot: u16) -> Result<u64, BufferError> {
+        self.check(slot, self.rx_slots, "rx")?;
+        Ok(self.base
+            + self.slots_offset()
+            + (u64::from(self.tx_slots) + u64::from(slot)) * self.slot_bytes)
+    }
+
+    fn check(&self, slot: u16, count: u16, kind: &'static str) -> Result<(), BufferError> {
+        if slot < count {
+            Ok(())
+        } else {
+            Err(BufferError::NoSlot { kind, slot, count })
+        }
+    }
+}
+
+/// The buffer RAM's bytes, addressed by local-bus address.
+#[derive(Clone, Debug)]
+pub struct BufferRam {
+    layout: BufferLayout,
+    bytes: Vec<u8>,
+}
+
+impl BufferRam {
+    /// A zeroed RAM with `layout`.
+    ///
+    /// # Errors
+    /// An invalid layout.
+    pub fn new(layout: BufferLayout) -> Result<Self, BufferError> {
+        layout.validate()?;
+        let size = usize::try_from(layout.size())
+            .map_err(|_| BufferError::BadLayout("larger than this host's address space"))?;
+        Ok(Self {
+            layout,
+            bytes: vec![0; size],
+        })
+    }
+
+    /// The layout.
+    #[must_use]
+    pub fn layout(&self) -> &BufferLayout {
+        &self.layout
+    }
+
+    fn range(&self, addr: u64, len: u64) -> Result<core::ops::Range<usize>, BufferError> {
+        let base = self.layout.base;
+        let end = base + self.layout.size();
+        let err = BufferError::OutOfRange {
+            addr,
+            len,
+            base,
+            end,
+        };
+        let last = addr.checked_add(len).ok_or_else(|| err.clone())?;
+        if addr < base || last > end {
+            return Err(err);
+        }
+        let start = usize::try_from(addr - base).map_err(|_| err.clone())?;
+        let stop = usize::try_from(last - base).map_err(|_| err)?;
+        Ok(start..stop)
+    }
+
+    /// Copies `buf.len()` bytes at local-bus address `addr` into `buf`.
+    ///
+    /// # Errors
+    /// Any byte outside the RAM (nothing is read).
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), BufferError> {
+        let r = self.range(addr, buf.len() as u64)?;
+        buf.copy_from_slice(&self.bytes[r]);
+        Ok(())
+    }
+
+    /// `len` bytes at `addr`, as a new vector.
+    ///
+    /// # Errors
+    /// Any byte outside the RAM.
+    pub fn read_vec(&self, addr: u64, len: u64) -> Result<Vec<u8>, BufferError> {
+        let r = self.range(addr, len)?;
+        Ok(self.bytes[r].to_vec())
+    }
+
+    /// Writes `data` at local-bus address `addr`.
+    ///
+    /// # Errors
+    /// Any byte outside the RAM (nothing is written).
+    pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), BufferError> {
+        let r = self.range(addr, data.len() as u64)?;
+        self.bytes[r].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_layout_addresses() {
+        let l = BufferLayout::default();
+        l.validate().unwrap();
+        assert_eq!(l.tx_descriptor(0).unwrap(), 0x1000_0000);
+        assert_eq!(l.tx_descriptor(1).unwrap(), 0x1000_0010);
+        assert_eq!(l.rx_descriptor(0).unwrap(), 0x1000_0020);
+        assert_eq!(l.rx_descriptor(3).unwrap(), 0x1000_0050);
+        assert_eq!(l.slots_offset(), 0x80); // 96 bytes of rings rounded up to 128
+        assert_eq!(l.tx_buffer(1).unwrap(), 0x1000_0080 + 2048);
+        assert_eq!(l.rx_buffer(0).unwrap(), 0x1000_0080 + 2 * 2048);
+        assert_eq!(l.size(), 0x80 + 6 * 2048);
+        assert!(l.tx_buffer(2).is_err());
+        assert!(l.rx_descriptor(4).is_err());
+    }
+
+    #[test]
+    fn accesses_are_bounds_checked() {
+        let mut ram = BufferRam::new(BufferLayout::default()).unwrap();
+        let a = ram.layout().rx_buffer(3).unwrap();
+        ram.write(a, &[1, 2, 3]).unwrap();
+        assert_eq!(ram.read_vec(a, 3).unwrap(), vec![1, 2, 3]);
+        let end = ram.layout().base + ram.layout().size();
+        assert!(ram.write(end - 1, &[0, 0]).is_err());
+        assert!(ram.read_vec(0, 4).is_err());
+        assert!(ram.read_vec(u64::MAX, 2).is_err());
+        let mut buf = [9u8; 2];
+        assert!(ram.read(end, &mut buf).is_err());
+        assert_eq!(buf, [9, 9], "a refused read leaves the buffer alone");
+    }
+
+    #[test]
+    fn bad_layouts_are_refused() {
+        let l = BufferLayout {
+            tx_slots: 0,
+            ..BufferLayout::default()
+        };
+        assert!(BufferRam::new(l).is_err());
+        let l = BufferLayout {
+            slot_bytes: 1024,
+            ..BufferLayout::default()
+        };
+        assert!(l.validate().is_err());
+        let l = BufferLayout {
+            base: 0xFFFF_F000,
+            ..BufferLayout::default()
+        };
+        assert!(l.validate().is_err());
+    }
+}
