@@ -334,11 +334,7 @@ impl PciBus {
     /// Whether nothing is queued, in flight or waiting to commit.
     #[must_use]
     pub fn is_quiescent(&self) -> bool {
-        self.idle_quiescent()
-            && self
-                .bridge
-                .as_ref()
-                .map_or(true, |b| b.pending_writes() == 0)
+        self.idle_quiescent() && self.bridge.as_ref().is_none_or(|b| b.pending_writes() == 0)
     }
 
     /// Turns the per-transaction log on (clearing it) or off.
