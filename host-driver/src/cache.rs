@@ -1,0 +1,245 @@
+//! The CPU's view of host memory: a set-associative cache model that knows which lines
+//! the CPU holds, so a load costs a hit, a miss, or a miss because a DMA write changed
+//! the line since the CPU last read it.
+//!
+//! The P6 caches are coherent with PCI bus-master writes: the host bridge snoops, so a
+//! line the card writes is invalidated in the CPU cache and the CPU's next load of it
+//! misses to memory. `pci-model`'s `HostMemory` does not record who wrote a line or
+//! when, so this model keeps a copy of each cached line's bytes and treats a line whose
+//! memory content differs from that copy as invalidated (only the bridge, committing a
+//! DMA write, changes memory behind the CPU's back). A DMA write of bytes equal to the
+//! old ones goes unnoticed (counted as a hit): an approximation that a per-line write
+//! generation in `HostMemory` would remove.
+//!
+//! Geometry: the Pentium III (Coppermine) 256 KB, 8-way, 32-byte-line L2, one level
+//! (L1 hits and L2 hits cost the same `cache_hit`), least-recently-used replacement.
+
+use std::collections::VecDeque;
+
+/// Cache geometry (Pentium III Coppermine L2 by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheParams {
+    /// Line size \[bytes\], a power of two >= 4. Source: Intel P6 family, 32-byte lines.
+    pub line_bytes: u64,
+    /// Capacity \[bytes\]. Source: Pentium III Coppermine, 256 KB on-die L2.
+    pub size_bytes: u64,
+    /// Associativity \[ways\]. Source: Pentium III Coppermine L2, 8-way.
+    pub ways: usize,
+}
+
+impl Default for CacheParams {
+    fn default() -> Self {
+        Self {
+            line_bytes: 32,
+            size_bytes: 256 << 10,
+            ways: 8,
+        }
+    }
+}
+
+impl CacheParams {
+    /// The line size actually used: a power of two from 4 bytes to one 4 KB page.
+    #[must_use]
+    pub fn line(&self) -> u64 {
+        self.line_bytes.clamp(4, 4096).next_power_of_two()
+    }
+
+    /// Number of sets (at least 1).
+    #[must_use]
+    pub fn sets(&self) -> usize {
+        let per_set = self.line().saturating_mul(self.ways.max(1) as u64);
+        usize::try_from((self.size_bytes / per_set.max(1)).max(1)).unwrap_or(1)
+    }
+}
+
+/// How one line access went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineAccess {
+    /// The line was cached with the bytes memory holds.
+    Hit,
+    /// The line was not cached (cold, or evicted).
+    Miss,
+    /// The line was cached but memory changed under it: a DMA write invalidated it.
+    DmaMiss,
+}
+
+#[derive(Clone, Debug)]
+struct Line {
+    addr: u64,
+    bytes: Vec<u8>,
+}
+
+/// The cache model (see the module doc).
+#[derive(Clone, Debug)]
+pub struct CacheModel {
+    line: u64,
+    ways: usize,
+    /// Each set in LRU order: most recently used first.
+    sets: Vec<VecDeque<Line>>,
+}
+
+impl CacheModel {
+    /// An empty cache of the given geometry.
+    #[must_use]
+    pub fn new(params: CacheParams) -> Self {
+        Self {
+            line: params.line(),
+            ways: params.ways.max(1),
+            sets: vec![VecDeque::new(); params.sets()],
+        }
+    }
+
+    /// The line size \[bytes\].
+    #[must_use]
+    pub fn line_bytes(&self) -> u64 {
+        self.line
+    }
+
+    /// The physical address of the line holding `pa`.
+    #[must_use]
+    pub fn line_of(&self, pa: u64) -> u64 {
+        pa & !(self.line - 1)
+    }
+
+    fn set_of(&self, line_pa: u64) -> usize {
+        let n = self.sets.len() as u64;
+        usize::try_from((line_pa / self.line) % n.max(1)).unwrap_or(0)
+    }
+
+    /// A load of the line at `line_pa` whose bytes in memory are now `memory`: hit if the
+    /// cached copy equals them; afterwards the line is cached with these bytes.
+    pub fn load(&mut self, line_pa: u64, memory: &[u8]) -> LineAccess {
+        let ways = self.ways;
+        let s = self.set_of(line_pa);
+        let Some(set) = self.sets.get_mut(s) else {
+            return LineAccess::Miss;
+        };
+        match set.iter().position(|l| l.addr == line_pa) {
+            Some(i) => {
+                let mut l = set.remove(i).unwrap_or(Line {
+                    addr: line_pa,
+                    bytes: Vec::new(),
+                });
+                let access = if l.bytes == memory {
+                    LineAccess::Hit
+                } else {
+                    l.bytes = memory.to_vec();
+                    LineAccess::DmaMiss
+                };
+                set.push_front(l);
+                access
+            }
+            None => {
+                set.push_front(Line {
+                    addr: line_pa,
+                    bytes: memory.to_vec(),
+                });
+                set.truncate(ways);
+                LineAccess::Miss
+            }
+        }
+    }
+
+    /// A store to the line at `line_pa`: `before` is what memory held, `after` what it
+    /// holds now. The access is classified like a load of `before` (write-allocate), and
+    /// the line is then cached with `after`.
+    pub fn store(&mut self, line_pa: u64, before: &[u8], after: &[u8]) -> LineAccess {
+        let access = self.load(line_pa, before);
+        let s = self.set_of(line_pa);
+        if let Some(l) = self
+            .sets
+            .get_mut(s)
+            .and_then(|set| set.iter_mut().find(|l| l.addr == line_pa))
+        {
+            l.bytes = after.to_vec();
+        }
+        access
+    }
+
+    /// Replaces the cached copy of the line at `line_pa` with `memory`, if it is cached
+    /// (a write the CPU made outside the cost model, e.g. instrumentation).
+    pub fn refresh(&mut self, line_pa: u64, memory: &[u8]) {
+        let s = self.set_of(line_pa);
+        if let Some(l) = self
+            .sets
+            .get_mut(s)
+            .and_then(|set| set.iter_mut().find(|l| l.addr == line_pa))
+        {
+            l.bytes = memory.to_vec();
+        }
+    }
+
+    /// Forgets the line at `line_pa` if cached (e.g. after a write the CPU did not see).
+    pub fn forget(&mut self, line_pa: u64) {
+        let s = self.set_of(line_pa);
+        if let Some(set) = self.sets.get_mut(s) {
+            set.retain(|l| l.addr != line_pa);
+        }
+    }
+
+    /// Lines currently cached.
+    #[must_use]
+    pub fn cached_lines(&self) -> usize {
+        self.sets.iter().map(VecDeque::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cold_hit_and_dma_invalidation() {
+        let mut c = CacheModel::new(CacheParams::default());
+        assert_eq!(c.line_of(0x1234), 0x1220);
+        let a = [0u8; 32];
+        let mut b = a;
+        assert_eq!(c.load(0x1220, &a), LineAccess::Miss);
+        assert_eq!(c.load(0x1220, &a), LineAccess::Hit);
+        b[31] = 7; // the bridge committed a DMA write
+        assert_eq!(c.load(0x1220, &b), LineAccess::DmaMiss);
+        assert_eq!(c.load(0x1220, &b), LineAccess::Hit);
+        // the CPU's own store does not invalidate its copy
+        let mut d = b;
+        d[0] = 9;
+        assert_eq!(c.store(0x1220, &b, &d), LineAccess::Hit);
+        assert_eq!(c.load(0x1220, &d), LineAccess::Hit);
+        c.forget(0x1220);
+        assert_eq!(c.load(0x1220, &d), LineAccess::Miss);
+    }
+
+    #[test]
+    fn lru_eviction_within_a_set() {
+        let p = CacheParams {
+            line_bytes: 32,
+            size_bytes: 64,
+            ways: 2,
+        };
+        assert_eq!(p.sets(), 1);
+        let mut c = CacheModel::new(p);
+        let z = [0u8; 32];
+        for a in [0, 32, 64] {
+            assert_eq!(c.load(a, &z), LineAccess::Miss);
+        }
+        assert_eq!(c.cached_lines(), 2);
+        assert_eq!(c.load(64, &z), LineAccess::Hit);
+        assert_eq!(
+            c.load(0, &z),
+            LineAccess::Miss,
+            "evicted as least recently used"
+        );
+    }
+
+    #[test]
+    fn odd_geometries_do_not_panic() {
+        let p = CacheParams {
+            line_bytes: 0,
+            size_bytes: 0,
+            ways: 0,
+        };
+        assert_eq!(p.line(), 4);
+        assert_eq!(p.sets(), 1);
+        let mut c = CacheModel::new(p);
+        assert_eq!(c.load(!3, &[1, 2, 3, 4]), LineAccess::Miss);
+    }
+}

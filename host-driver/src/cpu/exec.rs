@@ -1,0 +1,314 @@
+//! How the CPU executes one [`Op`]: memory accesses through the page table and the cache
+//! model, memory-mapped accesses through the host bridge, polling loops, and the cost of
+//! each.
+//!
+//! Costs of a memory access of `len` bytes at `va`: for each 32-byte line it touches, a
+//! hit (`cache_hit`), or for a load a miss (`cache_miss` for the first missing line,
+//! `cache_miss_stream` for each further one), for a store `store_miss`; plus
+//! `copy.cost(len)` for moving the bytes. The bytes are read or written at the instant
+//! the op starts; the program resumes when the cost has passed.
+
+use super::{CpuState, HostCpu, PollRun, Wait};
+use crate::cache::LineAccess;
+use crate::msg::HostMsg;
+use crate::ops::{Op, OpResult, PollOutcome};
+use pci_model::{HostMemory, MemError, PciMsg};
+use sim_kernel::{Ctx, Cycles};
+
+/// Which way a costed access goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dir {
+    Load,
+    Store,
+}
+
+impl HostCpu {
+    /// Executes `op` now. `Some(result)`: done at once (zero cost); `None`: the CPU waits
+    /// (a wake-up or a PCI completion is scheduled).
+    pub(super) fn execute<M: From<PciMsg> + From<HostMsg>>(
+        &mut self,
+        op: Op,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut HostMemory,
+    ) -> Option<OpResult> {
+        tracing::trace!(target: "host::cpu", at = %ctx.now(), ?op, "op");
+        match op {
+            Op::Compute(c) => {
+                self.stats.busy_cycles = self.stats.busy_cycles.saturating_add(c.0);
+                self.after(c, OpResult::Done, CpuState::Compute, ctx)
+            }
+            Op::Sleep(c) => {
+                self.stats.idle_cycles = self.stats.idle_cycles.saturating_add(c.0);
+                self.after(c, OpResult::Done, CpuState::Sleep, ctx)
+            }
+            Op::Read { va, len } => match self.costed(mem, va, len, None) {
+                Ok((cost, bytes)) => {
+                    let c = cost + self.params.costs.copy.cost(len);
+                    self.stats.busy_cycles = self.stats.busy_cycles.saturating_add(c.0);
+                    self.after(c, OpResult::Bytes(bytes), CpuState::Compute, ctx)
+                }
+                Err(e) => Some(OpResult::Fault(e)),
+            },
+            Op::Write { va, data } => {
+                let len = data.len() as u64;
+                match self.costed(mem, va, len, Some(&data)) {
+                    Ok((cost, _)) => {
+                        let c = cost + self.params.costs.copy.cost(len);
+                        self.stats.busy_cycles = self.stats.busy_cycles.saturating_add(c.0);
+                        self.after(c, OpResult::Done, CpuState::Compute, ctx)
+                    }
+                    Err(e) => Some(OpResult::Fault(e)),
+                }
+            }
+            Op::Peek { va, len } => {
+                let n = usize::try_from(len).unwrap_or(usize::MAX);
+                Some(match self.read_va(mem, va, n) {
+                    Ok(b) => OpResult::Bytes(b),
+                    Err(e) => OpResult::Fault(e),
+                })
+            }
+            Op::Poke { va, data } => Some(match self.poke(mem, va, &data) {
+                Ok(()) => OpResult::Done,
+                Err(e) => OpResult::Fault(e),
+            }),
+            Op::MmioWrite { addr, value } => {
+                let tag = self.tag();
+                self.stats.mmio_writes += 1;
+                let reply_to = ctx.me();
+                ctx.send(
+                    self.bus,
+                    PciMsg::CpuWrite {
+                        tag,
+                        addr,
+                        data: value.to_le_bytes().to_vec(),
+                        reply_to,
+                    }
+                    .into(),
+                );
+                self.wait = Wait::Write {
+                    tag,
+                    since: ctx.now(),
+                };
+                self.fsm.set(CpuState::MmioWrite, ctx);
+                None
+            }
+            Op::MmioRead { addr } => {
+                let tag = self.tag();
+                self.stats.mmio_reads += 1;
+                let reply_to = ctx.me();
+                ctx.send(
+                    self.bus,
+                    PciMsg::CpuRead {
+                        tag,
+                        addr,
+                        len: 4,
+                        reply_to,
+                    }
+                    .into(),
+                );
+                self.wait = Wait::Read {
+                    tag,
+                    since: ctx.now(),
+                };
+                self.fsm.set(CpuState::MmioRead, ctx);
+                None
+            }
+            Op::Poll {
+                va,
+                cond,
+                deadline,
+                iteration,
+            } => {
+                let run = PollRun {
+                    va,
+                    cond,
+                    deadline,
+                    iteration,
+                    iterations: 0,
+                    start: ctx.now(),
+                };
+                self.poll_iteration(run, ctx, mem)
+            }
+            Op::Map { va, len } => {
+                let before = self.page_table.mapped_pages();
+                Some(match self.page_table.map_range(va, len, mem) {
+                    Ok(()) => OpResult::Count((self.page_table.mapped_pages() - before) as u64),
+                    Err(e) => OpResult::Fault(e),
+                })
+            }
+            Op::Pages { va, len } => Some(match self.page_table.pages_of(va, len) {
+                Ok(p) => OpResult::Pages(p),
+                Err(e) => OpResult::Fault(e),
+            }),
+        }
+    }
+
+    /// One poll iteration at a wake-up; resumes the program when the poll has ended.
+    pub(super) fn poll_step<M: From<PciMsg> + From<HostMsg>>(
+        &mut self,
+        run: PollRun,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut HostMemory,
+    ) {
+        if let Some(result) = self.poll_iteration(run, ctx, mem) {
+            self.resume(result, ctx, mem);
+        }
+    }
+
+    /// Loads the polled bytes now; ends the poll (after this iteration's cost) if the
+    /// condition holds or the deadline has passed, else schedules the next iteration.
+    fn poll_iteration<M: From<PciMsg> + From<HostMsg>>(
+        &mut self,
+        mut run: PollRun,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut HostMemory,
+    ) -> Option<OpResult> {
+        let now = ctx.now();
+        let (load, bytes) = match self.costed(mem, run.va, run.cond.width(), None) {
+            Ok(x) => x,
+            Err(e) => return Some(OpResult::Fault(e)),
+        };
+        run.iterations += 1;
+        self.stats.poll_iterations += 1;
+        let cost = run.iteration + load;
+        self.stats.busy_cycles = self.stats.busy_cycles.saturating_add(cost.0);
+        let satisfied = run.cond.holds(&bytes);
+        let expired = run.deadline.is_some_and(|d| now >= d);
+        if satisfied || expired {
+            let end = ctx.my_domain().edge_after(now, cost);
+            let msg = self.slot.borrow().msg;
+            ctx.span(msg, "poll", run.start, end);
+            tracing::trace!(target: "host::cpu", va = run.va, iterations = run.iterations, satisfied, "poll ended");
+            let result = OpResult::Polled(PollOutcome {
+                satisfied,
+                iterations: run.iterations,
+                last: bytes,
+            });
+            return self.after(cost, result, CpuState::Poll, ctx);
+        }
+        self.fsm.set(CpuState::Poll, ctx);
+        self.wake_after(cost, ctx);
+        self.wait = Wait::Poll(run);
+        None
+    }
+
+    /// Result now if `cost` is zero, else after `cost` cycles in `state`.
+    fn after<M: From<PciMsg> + From<HostMsg>>(
+        &mut self,
+        cost: Cycles,
+        result: OpResult,
+        state: CpuState,
+        ctx: &mut Ctx<'_, M>,
+    ) -> Option<OpResult> {
+        if cost.0 == 0 {
+            return Some(result);
+        }
+        self.fsm.set(state, ctx);
+        self.wake_after(cost, ctx);
+        self.wait = Wait::Timer { result };
+        None
+    }
+
+    fn tag(&mut self) -> u64 {
+        let t = self.next_tag;
+        self.next_tag = self.next_tag.wrapping_add(1);
+        t
+    }
+
+    /// Does a load (`store == None`) or store of `len` bytes at `va` through the cache
+    /// model; returns the line cost and (loads) the bytes.
+    fn costed(
+        &mut self,
+        mem: &mut HostMemory,
+        va: u64,
+        len: u64,
+        store: Option<&[u8]>,
+    ) -> Result<(Cycles, Vec<u8>), MemError> {
+        if len == 0 {
+            return Ok((Cycles(0), Vec::new()));
+        }
+        let dir = if store.is_some() {
+            Dir::Store
+        } else {
+            Dir::Load
+        };
+        let lines = self.lines_of(va, len)?;
+        let line = self.cache.line_bytes();
+        let n = usize::try_from(line).unwrap_or(32);
+        let mut before = Vec::with_capacity(lines.len());
+        for &l in &lines {
+            before.push(mem.read_vec(l, n)?);
+        }
+        let mut bytes = Vec::new();
+        match store {
+            Some(data) => self.page_table.write(mem, va, data)?,
+            None => {
+                bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+                self.page_table.read(mem, va, &mut bytes)?;
+            }
+        }
+        let c = self.params.costs;
+        let mut cost = Cycles(0);
+        let mut missed = false;
+        for (l, old) in lines.iter().zip(&before) {
+            let access = match dir {
+                Dir::Load => self.cache.load(*l, old),
+                Dir::Store => {
+                    let new = mem.read_vec(*l, n)?;
+                    self.cache.store(*l, old, &new)
+                }
+            };
+            cost += match (access, dir) {
+                (LineAccess::Hit, _) => {
+                    self.stats.line_hits += 1;
+                    c.cache_hit
+                }
+                (LineAccess::Miss | LineAccess::DmaMiss, Dir::Store) => {
+                    self.stats.line_misses += 1;
+                    c.store_miss
+                }
+                (a, Dir::Load) => {
+                    if a == LineAccess::DmaMiss {
+                        self.stats.dma_misses += 1;
+                    } else {
+                        self.stats.line_misses += 1;
+                    }
+                    let m = if missed {
+                        c.cache_miss_stream
+                    } else {
+                        c.cache_miss
+                    };
+                    missed = true;
+                    m
+                }
+            };
+        }
+        Ok((cost, bytes))
+    }
+
+    /// The physical lines `[va, va + len)` touches, in order.
+    fn lines_of(&self, va: u64, len: u64) -> Result<Vec<u64>, MemError> {
+        let line = self.cache.line_bytes();
+        let mut lines = Vec::new();
+        for seg in self.page_table.segments(va, len)? {
+            let mut l = self.cache.line_of(seg.addr);
+            let end = seg.addr.saturating_add(seg.len);
+            while l < end {
+                lines.push(l);
+                l = l.saturating_add(line);
+            }
+        }
+        Ok(lines)
+    }
+
+    /// Instrumentation write: no cost; cached copies follow the new bytes.
+    fn poke(&mut self, mem: &mut HostMemory, va: u64, data: &[u8]) -> Result<(), MemError> {
+        self.page_table.write(mem, va, data)?;
+        let n = usize::try_from(self.cache.line_bytes()).unwrap_or(32);
+        for l in self.lines_of(va, data.len() as u64)? {
+            let bytes = mem.read_vec(l, n)?;
+            self.cache.refresh(l, &bytes);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+//! Host programs written as a VIPL user writes them, for testbenches to run and users to
+//! copy: ping-pong over RDMA write ([`rdma_pingpong_initiator`],
+//! [`rdma_pingpong_responder`]) and over send/receive ([`sendrecv_pingpong_initiator`],
+//! [`sendrecv_pingpong_responder`]).
+//!
+//! Both follow the paper's set-up ([`setup`]): open the NIC, create a protection tag,
+//! `malloc` and register a control region (descriptors, set-up messages) and the data
+//! buffers, create a VI, post receives, connect (the responder waits, the initiator
+//! requests, retrying while refused), then tell each other the VA and memory handle of
+//! their RDMA target buffer with an ordinary send/receive.
+//!
+//! # RDMA receive convention
+//!
+//! An RDMA write leaves no trace at the receiver but the data, so the receiver polls its
+//! buffer: the **last byte of every message is a flag**, `flag(i) = i % 255 + 1` for
+//! iteration `i` (never 0, so a fresh zeroed buffer never matches, and different from
+//! the previous message's). The receiver polls that byte until it equals the flag it
+//! expects. The card DMA-writes a message in address order and the host bridge commits
+//! posted writes in order, so once the last byte is visible the whole message is.
+//!
+//! # Data and its cost
+//!
+//! Every message carries a fresh pattern ([`pattern`]) and the receiver compares every
+//! byte at every iteration. With `touch_data` off (the default, like the paper's
+//! latency test, which does not touch the payload) the payload is written and checked
+//! by instrumentation at no simulated cost and only the flag store and the polls are
+//! paid for; with `touch_data` on, the program pays for writing and reading the whole
+//! buffer.
+
+mod rdma;
+mod sendrecv;
+pub mod setup;
+
+pub use rdma::{rdma_pingpong_initiator, rdma_pingpong_responder};
+pub use sendrecv::{sendrecv_pingpong_initiator, sendrecv_pingpong_responder};
+
+use crate::program::ProgramError;
+use crate::vipl::{Timeout, Vipl};
+use crate::VipResult;
+use sim_kernel::Duration;
+use via_abi::MacAddr;
+
+/// Parameters of a ping-pong program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PingPongParams {
+    /// Message size \[bytes\], at least 1 (the flag byte).
+    pub msg_bytes: u32,
+    /// Timed iterations (after the warm-up).
+    pub iterations: u32,
+    /// Warm-up iterations, recorded with `warmup = true`.
+    pub warmup: u32,
+    /// The peer NIC's MAC address (the initiator connects to it).
+    pub peer: MacAddr,
+    /// Connection discriminator both sides use.
+    pub discriminator: u32,
+    /// Whether writing and checking the payload costs CPU time (see the module doc).
+    pub touch_data: bool,
+    /// Timeout of every wait. Setting: 10 ms, far above any healthy round trip.
+    pub wait_timeout: Timeout,
+    /// Connect requests the initiator makes before giving up.
+    pub connect_attempts: u32,
+    /// Pause between two connect requests (the responder may not be waiting yet).
+    pub connect_retry: Duration,
+}
+
+impl PingPongParams {
+    /// `iterations` round trips of `msg_bytes` bytes with the peer at `peer`.
+    #[must_use]
+    pub fn new(msg_bytes: u32, iterations: u32, peer: MacAddr) -> Self {
+        Self {
+            msg_bytes,
+            iterations,
+            warmup: 0,
+            peer,
+            discriminator: 0x5649_4121,
+            touch_data: false,
+            wait_timeout: Timeout::After(Duration::from_ns(10_000_000)),
+            connect_attempts: 100,
+            connect_retry: Duration::from_ns(20_000),
+        }
+    }
+
+    /// Warm-up plus timed iterations.
+    #[must_use]
+    pub fn total(&self) -> u32 {
+        self.warmup.saturating_add(self.iterations)
+    }
+}
+
+/// Which way a message goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Initiator to responder.
+    Ping,
+    /// Responder to initiator.
+    Pong,
+}
+
+/// The flag byte of iteration `i` (the last byte of its messages): `i % 255 + 1`.
+#[must_use]
+pub fn flag(i: u32) -> u8 {
+    u8::try_from(i % 255 + 1).unwrap_or(1)
+}
+
+/// The message of iteration `i` in direction `dir`: `len` pattern bytes, the last one
+/// [`flag`]`(i)`.
+#[must_use]
+pub fn pattern(i: u32, dir: Direction, len: u32) -> Vec<u8> {
+    let salt: u32 = match dir {
+        Direction::Ping => 0x11,
+        Direction::Pong => 0x5A,
+    };
+    let mut v: Vec<u8> = (0..len)
+        .map(|k| {
+            let x = k
+                .wrapping_mul(131)
+                .wrapping_add(i.wrapping_mul(7))
+                .wrapping_add(salt);
+            x.to_le_bytes()[0] ^ (k >> 8).to_le_bytes()[0]
+        })
+        .collect();
+    if let Some(last) = v.last_mut() {
+        *last = flag(i);
+    }
+    v
+}
+
+/// Fills the send buffer at `va` with `data`: costed stores if `touch`, else
+/// instrumentation for all but the last byte and a costed store of the flag byte.
+pub(crate) async fn fill(vipl: &Vipl, va: u64, data: &[u8], touch: bool) -> VipResult<()> {
+    let Some((last, body)) = data.split_last() else {
+        return Ok(());
+    };
+    if touch {
+        return vipl.write_mem(va, data).await;
+    }
+    vipl.poke(va, body).await?;
+    vipl.write_mem(va + body.len() as u64, &[*last]).await
+}
+
+/// Compares the buffer at `va` with `expected` (costed loads if `touch`, else
+/// instrumentation); returns the bytes verified.
+pub(crate) async fn verify(
+    vipl: &Vipl,
+    va: u64,
+    expected: &[u8],
+    touch: bool,
+    iteration: u32,
+) -> Result<u64, ProgramError> {
+    let len = expected.len() as u64;
+    let got = if touch {
+        vipl.read_mem(va, len).await
+    } else {
+        vipl.peek(va, len).await
+    }
+    .map_err(|error| ProgramError::Vipl {
+        call: "verify",
+        error,
+    })?;
+    match got.iter().zip(expected).position(|(g, e)| g != e) {
+        Some(k) => Err(ProgramError::DataMismatch {
+            iteration,
+            offset: k as u64,
+            expected: expected.get(k).copied().unwrap_or(0),
+            found: got.get(k).copied().unwrap_or(0),
+        }),
+        None if got.len() != expected.len() => Err(ProgramError::Protocol("short read")),
+        None => Ok(len),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_never_zero_and_change_every_iteration() {
+        for i in 0..1000 {
+            assert_ne!(flag(i), 0);
+            assert_ne!(flag(i), flag(i + 1));
+        }
+        assert_eq!(flag(0), 1);
+        assert_eq!(flag(254), 255);
+        assert_eq!(flag(255), 1);
+    }
+
+    #[test]
+    fn patterns_differ_by_iteration_and_direction() {
+        let a = pattern(3, Direction::Ping, 64);
+        assert_eq!(a.len(), 64);
+        assert_eq!(*a.last().unwrap(), flag(3));
+        assert_ne!(a, pattern(4, Direction::Ping, 64));
+        assert_ne!(a, pattern(3, Direction::Pong, 64));
+        assert_eq!(pattern(0, Direction::Ping, 1), vec![1]);
+        assert!(pattern(0, Direction::Ping, 0).is_empty());
+    }
+}

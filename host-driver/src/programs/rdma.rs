@@ -1,0 +1,158 @@
+//! Ping-pong over RDMA write, as in the paper's latency test: each side writes the
+//! other's buffer and polls its own for the flag byte.
+//!
+//! ```text
+//! initiator                                   responder
+//!   fill src (ping i, last byte flag(i))
+//!   VipPostSend(RDMA write src -> peer dst)  ---->  poll dst[len-1] == flag(i), verify
+//!   VipSendWait                                     fill src (pong i)
+//!   poll dst[len-1] == flag(i)  <----------------   VipPostSend(RDMA write), VipSendWait
+//!   verify, record round trip
+//! ```
+
+use super::setup::{checked, setup, teardown, Role, RDMA_DESC};
+use super::{fill, pattern, verify, Direction, PingPongParams};
+use crate::ops::PollCond;
+use crate::program::{CallExt, IterationRecord, ProgramReport, ProgramResult};
+use crate::vipl::descriptor::{data_segment, rdma_write_descriptor};
+use crate::vipl::Vipl;
+use sim_kernel::MsgId;
+
+/// The initiator of an RDMA-write ping-pong: one record per round trip (`start` before
+/// VipPostSend of the ping, `end` when the pong's flag byte is seen).
+///
+/// # Errors
+/// The first failing VIPL call, a completion in error, or a byte that does not match.
+pub async fn rdma_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> ProgramResult {
+    let ep = setup(&mut vipl, &p, Role::Initiator, false).await?;
+    let (ctl, ctl_mh) = ep.ctl;
+    let (src, src_mh) = ep.src;
+    let (dst, _) = ep.dst;
+    let len = ep.len;
+    let desc = rdma_write_descriptor(
+        vec![data_segment(src, src_mh, len)],
+        ep.peer_dst.0,
+        ep.peer_dst.1,
+        None,
+    );
+    vipl.build_descriptor(ctl + RDMA_DESC, &desc)
+        .await
+        .call("build")?;
+    let mut report = ProgramReport {
+        program: "rdma-pingpong-initiator",
+        setup_done: vipl.now(),
+        ..ProgramReport::default()
+    };
+    let flag_at = dst + u64::from(len) - 1;
+    for i in 0..p.total() {
+        vipl.set_trace_msg(MsgId(u64::from(i)));
+        fill(&vipl, src, &pattern(i, Direction::Ping, len), p.touch_data)
+            .await
+            .call("store")?;
+        let start = vipl.now();
+        vipl.vip_post_send(ep.vi, ctl + RDMA_DESC, ctl_mh)
+            .await
+            .call("VipPostSend")?;
+        let c = vipl
+            .vip_send_wait(ep.vi, p.wait_timeout)
+            .await
+            .call("VipSendWait")?;
+        checked(c, "VipSendWait")?;
+        vipl.poll_mem(
+            flag_at,
+            PollCond::ByteEquals(super::flag(i)),
+            p.wait_timeout,
+        )
+        .await
+        .call("poll")?;
+        let end = vipl.now();
+        let verified = verify(
+            &vipl,
+            dst,
+            &pattern(i, Direction::Pong, len),
+            p.touch_data,
+            i,
+        )
+        .await?;
+        report.iterations.push(IterationRecord {
+            index: i,
+            bytes: len,
+            start,
+            end,
+            verified_bytes: verified,
+            warmup: i < p.warmup,
+        });
+    }
+    teardown(&mut vipl, &ep).await;
+    report.finished = vipl.now();
+    Ok(report)
+}
+
+/// The responder of an RDMA-write ping-pong: one record per iteration (`start` when it
+/// begins polling for the ping, `end` when its pong's send has completed).
+///
+/// # Errors
+/// The first failing VIPL call, a completion in error, or a byte that does not match.
+pub async fn rdma_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> ProgramResult {
+    let ep = setup(&mut vipl, &p, Role::Responder, false).await?;
+    let (ctl, ctl_mh) = ep.ctl;
+    let (src, src_mh) = ep.src;
+    let (dst, _) = ep.dst;
+    let len = ep.len;
+    let desc = rdma_write_descriptor(
+        vec![data_segment(src, src_mh, len)],
+        ep.peer_dst.0,
+        ep.peer_dst.1,
+        None,
+    );
+    vipl.build_descriptor(ctl + RDMA_DESC, &desc)
+        .await
+        .call("build")?;
+    let mut report = ProgramReport {
+        program: "rdma-pingpong-responder",
+        setup_done: vipl.now(),
+        ..ProgramReport::default()
+    };
+    let flag_at = dst + u64::from(len) - 1;
+    for i in 0..p.total() {
+        vipl.set_trace_msg(MsgId(u64::from(i)));
+        let start = vipl.now();
+        vipl.poll_mem(
+            flag_at,
+            PollCond::ByteEquals(super::flag(i)),
+            p.wait_timeout,
+        )
+        .await
+        .call("poll")?;
+        let verified = verify(
+            &vipl,
+            dst,
+            &pattern(i, Direction::Ping, len),
+            p.touch_data,
+            i,
+        )
+        .await?;
+        fill(&vipl, src, &pattern(i, Direction::Pong, len), p.touch_data)
+            .await
+            .call("store")?;
+        vipl.vip_post_send(ep.vi, ctl + RDMA_DESC, ctl_mh)
+            .await
+            .call("VipPostSend")?;
+        let c = vipl
+            .vip_send_wait(ep.vi, p.wait_timeout)
+            .await
+            .call("VipSendWait")?;
+        checked(c, "VipSendWait")?;
+        report.iterations.push(IterationRecord {
+            index: i,
+            bytes: len,
+            start,
+            end: vipl.now(),
+            verified_bytes: verified,
+            warmup: i < p.warmup,
+        });
+    }
+    teardown(&mut vipl, &ep).await;
+    report.finished = vipl.now();
+    Ok(report)
+}

@@ -1,0 +1,161 @@
+//! Ping-pong over send/receive: the receiver posts a receive descriptor ahead of each
+//! message and waits for it in VipRecvWait.
+//!
+//! ```text
+//! initiator                                   responder
+//!   fill src (ping i)
+//!   VipPostSend, VipSendWait    ------------->  VipRecvWait, verify, VipPostRecv (next)
+//!                                               fill src (pong i)
+//!   VipRecvWait  <----------------------------  VipPostSend, VipSendWait
+//!   verify, record, VipPostRecv (next)
+//! ```
+
+use super::setup::{checked, setup, teardown, Role, RECV_DESC, SEND_DESC};
+use super::{fill, pattern, verify, Direction, PingPongParams};
+use crate::program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
+use crate::vipl::descriptor::{data_segment, send_descriptor};
+use crate::vipl::{Completion, Vipl};
+use sim_kernel::MsgId;
+
+fn check_len(c: &Completion, len: u32) -> Result<(), ProgramError> {
+    if c.length == len {
+        Ok(())
+    } else {
+        Err(ProgramError::Protocol(
+            "received message of the wrong length",
+        ))
+    }
+}
+
+/// The initiator of a send/receive ping-pong: one record per round trip (`start` before
+/// VipPostSend of the ping, `end` when VipRecvWait returns the pong).
+///
+/// # Errors
+/// The first failing VIPL call, a completion in error, or a byte that does not match.
+pub async fn sendrecv_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> ProgramResult {
+    let ep = setup(&mut vipl, &p, Role::Initiator, true).await?;
+    let (ctl, ctl_mh) = ep.ctl;
+    let (src, src_mh) = ep.src;
+    let (dst, _) = ep.dst;
+    let len = ep.len;
+    let send = send_descriptor(vec![data_segment(src, src_mh, len)], None);
+    vipl.build_descriptor(ctl + SEND_DESC, &send)
+        .await
+        .call("build")?;
+    let mut report = ProgramReport {
+        program: "sendrecv-pingpong-initiator",
+        setup_done: vipl.now(),
+        ..ProgramReport::default()
+    };
+    for i in 0..p.total() {
+        vipl.set_trace_msg(MsgId(u64::from(i)));
+        fill(&vipl, src, &pattern(i, Direction::Ping, len), p.touch_data)
+            .await
+            .call("store")?;
+        let start = vipl.now();
+        vipl.vip_post_send(ep.vi, ctl + SEND_DESC, ctl_mh)
+            .await
+            .call("VipPostSend")?;
+        let c = vipl
+            .vip_send_wait(ep.vi, p.wait_timeout)
+            .await
+            .call("VipSendWait")?;
+        checked(c, "VipSendWait")?;
+        let c = vipl
+            .vip_recv_wait(ep.vi, p.wait_timeout)
+            .await
+            .call("VipRecvWait")?;
+        let end = vipl.now();
+        check_len(&checked(c, "VipRecvWait")?, len)?;
+        let verified = verify(
+            &vipl,
+            dst,
+            &pattern(i, Direction::Pong, len),
+            p.touch_data,
+            i,
+        )
+        .await?;
+        if i + 1 < p.total() {
+            vipl.vip_post_recv(ep.vi, ctl + RECV_DESC, ctl_mh)
+                .await
+                .call("VipPostRecv")?;
+        }
+        report.iterations.push(IterationRecord {
+            index: i,
+            bytes: len,
+            start,
+            end,
+            verified_bytes: verified,
+            warmup: i < p.warmup,
+        });
+    }
+    teardown(&mut vipl, &ep).await;
+    report.finished = vipl.now();
+    Ok(report)
+}
+
+/// The responder of a send/receive ping-pong: one record per iteration (`start` when it
+/// begins waiting for the ping, `end` when its pong's send has completed).
+///
+/// # Errors
+/// The first failing VIPL call, a completion in error, or a byte that does not match.
+pub async fn sendrecv_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> ProgramResult {
+    let ep = setup(&mut vipl, &p, Role::Responder, true).await?;
+    let (ctl, ctl_mh) = ep.ctl;
+    let (src, src_mh) = ep.src;
+    let (dst, _) = ep.dst;
+    let len = ep.len;
+    let send = send_descriptor(vec![data_segment(src, src_mh, len)], None);
+    vipl.build_descriptor(ctl + SEND_DESC, &send)
+        .await
+        .call("build")?;
+    let mut report = ProgramReport {
+        program: "sendrecv-pingpong-responder",
+        setup_done: vipl.now(),
+        ..ProgramReport::default()
+    };
+    for i in 0..p.total() {
+        vipl.set_trace_msg(MsgId(u64::from(i)));
+        let start = vipl.now();
+        let c = vipl
+            .vip_recv_wait(ep.vi, p.wait_timeout)
+            .await
+            .call("VipRecvWait")?;
+        check_len(&checked(c, "VipRecvWait")?, len)?;
+        let verified = verify(
+            &vipl,
+            dst,
+            &pattern(i, Direction::Ping, len),
+            p.touch_data,
+            i,
+        )
+        .await?;
+        if i + 1 < p.total() {
+            vipl.vip_post_recv(ep.vi, ctl + RECV_DESC, ctl_mh)
+                .await
+                .call("VipPostRecv")?;
+        }
+        fill(&vipl, src, &pattern(i, Direction::Pong, len), p.touch_data)
+            .await
+            .call("store")?;
+        vipl.vip_post_send(ep.vi, ctl + SEND_DESC, ctl_mh)
+            .await
+            .call("VipPostSend")?;
+        let c = vipl
+            .vip_send_wait(ep.vi, p.wait_timeout)
+            .await
+            .call("VipSendWait")?;
+        checked(c, "VipSendWait")?;
+        report.iterations.push(IterationRecord {
+            index: i,
+            bytes: len,
+            start,
+            end: vipl.now(),
+            verified_bytes: verified,
+            warmup: i < p.warmup,
+        });
+    }
+    teardown(&mut vipl, &ep).await;
+    report.finished = vipl.now();
+    Ok(report)
+}

@@ -1,0 +1,297 @@
+//! The set-up both ping-pong programs share, written as VIPL code, and the matching
+//! teardown.
+//!
+//! Control region layout (one registered 512-byte allocation, 64-byte aligned):
+//!
+//! | offset | what |
+//! |---|---|
+//! | 0x000 | send descriptor (set-up message, then send/receive data) |
+//! | 0x040 | receive descriptor for data |
+//! | 0x080 | receive descriptor for the peer's set-up message |
+//! | 0x0C0 | RDMA write descriptor |
+//! | 0x100 | outgoing set-up message: VA (8) + memory handle (4) + length (4) of the RDMA target |
+//! | 0x140 | incoming set-up message |
+
+use super::PingPongParams;
+use crate::program::{CallExt, ProgramError};
+use crate::vipl::descriptor::{data_segment, recv_descriptor, send_descriptor};
+use crate::vipl::{
+    Completion, NetAddress, NicHandle, ViAttributes, ViHandle, VipError, VipMemAttributes, Vipl,
+};
+use via_abi::{MacAddr, MemHandle, ProtectionTag};
+
+/// Send descriptor offset in the control region.
+pub const SEND_DESC: u64 = 0x000;
+/// Data receive descriptor offset.
+pub const RECV_DESC: u64 = 0x040;
+/// Set-up receive descriptor offset.
+pub const INFO_RECV_DESC: u64 = 0x080;
+/// RDMA write descriptor offset.
+pub const RDMA_DESC: u64 = 0x0C0;
+/// Outgoing set-up message offset.
+pub const INFO_OUT: u64 = 0x100;
+/// Incoming set-up message offset.
+pub const INFO_IN: u64 = 0x140;
+/// Size of the control region \[bytes\].
+pub const CTL_BYTES: u64 = 0x200;
+/// Size of a set-up message \[bytes\].
+pub const INFO_BYTES: u32 = 16;
+
+/// Which side of the connection a program is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Requests the connection and sends first.
+    Initiator,
+    /// Waits for the connection and answers.
+    Responder,
+}
+
+/// What set-up leaves for the ping-pong loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The open NIC.
+    pub nic: NicHandle,
+    /// Its MAC address.
+    pub mac: MacAddr,
+    /// The protection tag of everything below.
+    pub ptag: ProtectionTag,
+    /// The connected VI.
+    pub vi: ViHandle,
+    /// Control region (see the module doc) and its handle.
+    pub ctl: (u64, MemHandle),
+    /// Outgoing data buffer and its handle.
+    pub src: (u64, MemHandle),
+    /// Incoming data buffer (RDMA write enabled) and its handle.
+    pub dst: (u64, MemHandle),
+    /// Data buffer size \[bytes\].
+    pub len: u32,
+    /// The peer's incoming buffer: VA and handle, from its set-up message.
+    pub peer_dst: (u64, MemHandle),
+}
+
+/// A completion with error bits is a program error.
+///
+/// # Errors
+/// Error bits in the status.
+pub fn checked(c: Completion, call: &'static str) -> Result<Completion, ProgramError> {
+    if c.is_error() {
+        Err(ProgramError::Completion {
+            call,
+            status: c.status,
+        })
+    } else {
+        Ok(c)
+    }
+}
+
+/// Opens the NIC, registers the buffers, creates and connects the VI and exchanges the
+/// RDMA target buffers. With `post_data_recv` a data receive is posted before
+/// connecting, so the first data message always finds it.
+///
+/// # Errors
+/// The first VIPL call that fails, a completion in error, or a malformed set-up message.
+pub async fn setup(
+    vipl: &mut Vipl,
+    p: &PingPongParams,
+    role: Role,
+    post_data_recv: bool,
+) -> Result<Endpoint, ProgramError> {
+    let len = p.msg_bytes;
+    if len == 0 {
+        return Err(ProgramError::Protocol(
+            "message size must be at least 1 byte",
+        ));
+    }
+    let name = vipl.device_name().to_owned();
+    let nic = vipl.vip_open_nic(&name).await.call("VipOpenNic")?;
+    let mac = vipl
+        .vip_query_nic(nic)
+        .await
+        .call("VipQueryNic")?
+        .local_nic_address;
+    let ptag = vipl.vip_create_ptag(nic).await.call("VipCreatePtag")?;
+    let local_only = VipMemAttributes {
+        ptag,
+        enable_rdma_write: false,
+        enable_rdma_read: false,
+    };
+    let target = VipMemAttributes {
+        enable_rdma_write: true,
+        ..local_only
+    };
+    let ctl = vipl.malloc(CTL_BYTES, 64).await.call("malloc")?;
+    let ctl_mh = vipl
+        .vip_register_mem(nic, ctl, CTL_BYTES, &local_only)
+        .await
+        .call("VipRegisterMem")?;
+    let src = vipl.malloc(u64::from(len), 64).await.call("malloc")?;
+    let src_mh = vipl
+        .vip_register_mem(nic, src, u64::from(len), &local_only)
+        .await
+        .call("VipRegisterMem")?;
+    let dst = vipl.malloc(u64::from(len), 64).await.call("malloc")?;
+    let dst_mh = vipl
+        .vip_register_mem(nic, dst, u64::from(len), &target)
+        .await
+        .call("VipRegisterMem")?;
+
+    let mut attrs = ViAttributes::reliable(ptag);
+    attrs.max_transfer_size = attrs.max_transfer_size.max(len);
+    let vi = vipl
+        .vip_create_vi(nic, &attrs, None, None)
+        .await
+        .call("VipCreateVi")?;
+
+    let info_recv = recv_descriptor(vec![data_segment(ctl + INFO_IN, ctl_mh, INFO_BYTES)]);
+    vipl.build_descriptor(ctl + INFO_RECV_DESC, &info_recv)
+        .await
+        .call("build")?;
+    vipl.vip_post_recv(vi, ctl + INFO_RECV_DESC, ctl_mh)
+        .await
+        .call("VipPostRecv")?;
+    if post_data_recv {
+        let data_recv = recv_descriptor(vec![data_segment(dst, dst_mh, len)]);
+        vipl.build_descriptor(ctl + RECV_DESC, &data_recv)
+            .await
+            .call("build")?;
+        vipl.vip_post_recv(vi, ctl + RECV_DESC, ctl_mh)
+            .await
+            .call("VipPostRecv")?;
+    }
+
+    connect(vipl, p, role, nic, mac, vi).await?;
+
+    // Tell the peer where our RDMA target is, learn where its is (the paper's step 1).
+    let mut info = [0u8; INFO_BYTES as usize];
+    info[..8].copy_from_slice(&dst.to_le_bytes());
+    info[8..12].copy_from_slice(&dst_mh.raw().to_le_bytes());
+    info[12..].copy_from_slice(&len.to_le_bytes());
+    vipl.write_mem(ctl + INFO_OUT, &info).await.call("store")?;
+    let send = send_descriptor(vec![data_segment(ctl + INFO_OUT, ctl_mh, INFO_BYTES)], None);
+    vipl.build_descriptor(ctl + SEND_DESC, &send)
+        .await
+        .call("build")?;
+    vipl.vip_post_send(vi, ctl + SEND_DESC, ctl_mh)
+        .await
+        .call("VipPostSend")?;
+    let c = vipl
+        .vip_send_wait(vi, p.wait_timeout)
+        .await
+        .call("VipSendWait")?;
+    checked(c, "VipSendWait")?;
+    let c = vipl
+        .vip_recv_wait(vi, p.wait_timeout)
+        .await
+        .call("VipRecvWait")?;
+    checked(c, "VipRecvWait")?;
+    if c.length != INFO_BYTES {
+        return Err(ProgramError::Protocol("set-up message of the wrong length"));
+    }
+    let peer = vipl
+        .read_mem(ctl + INFO_IN, u64::from(INFO_BYTES))
+        .await
+        .call("load")?;
+    let word = |r: std::ops::Range<usize>| peer.get(r).map(<[u8]>::to_vec).unwrap_or_default();
+    let peer_va = u64::from_le_bytes(word(0..8).try_into().unwrap_or([0; 8]));
+    let peer_mh = u32::from_le_bytes(word(8..12).try_into().unwrap_or([0; 4]));
+    let peer_len = u32::from_le_bytes(word(12..16).try_into().unwrap_or([0; 4]));
+    if peer_len != len {
+        return Err(ProgramError::Protocol("the peer uses another message size"));
+    }
+    Ok(Endpoint {
+        nic,
+        mac,
+        ptag,
+        vi,
+        ctl: (ctl, ctl_mh),
+        src: (src, src_mh),
+        dst: (dst, dst_mh),
+        len,
+        peer_dst: (peer_va, MemHandle::from_raw(peer_mh)),
+    })
+}
+
+/// The responder waits and accepts; the initiator requests, retrying while refused.
+async fn connect(
+    vipl: &mut Vipl,
+    p: &PingPongParams,
+    role: Role,
+    nic: NicHandle,
+    mac: MacAddr,
+    vi: ViHandle,
+) -> Result<(), ProgramError> {
+    let local = NetAddress {
+        host: mac,
+        discriminator: p.discriminator,
+    };
+    match role {
+        Role::Responder => {
+            let req = vipl
+                .vip_connect_wait(nic, &local, p.wait_timeout, vi)
+                .await
+                .call("VipConnectWait")?;
+            vipl.vip_connect_accept(req.conn, vi)
+                .await
+                .call("VipConnectAccept")
+        }
+        Role::Initiator => {
+            let remote = NetAddress {
+                host: p.peer,
+                discriminator: p.discriminator,
+            };
+            let attempts = p.connect_attempts.max(1);
+            for attempt in 1..=attempts {
+                match vipl
+                    .vip_connect_request(vi, &local, &remote, p.wait_timeout)
+                    .await
+                {
+                    Ok(_) => return Ok(()),
+                    Err(VipError::Reject | VipError::Timeout) if attempt < attempts => {
+                        vipl.sleep(p.connect_retry).await;
+                    }
+                    Err(error) => {
+                        return Err(ProgramError::Vipl {
+                            call: "VipConnectRequest",
+                            error,
+                        })
+                    }
+                }
+            }
+            Err(ProgramError::Vipl {
+                call: "VipConnectRequest",
+                error: VipError::Reject,
+            })
+        }
+    }
+}
+
+/// Disconnects and releases everything `setup` made. Best effort: the peer may have
+/// disconnected already, so failures are logged, not returned.
+pub async fn teardown(vipl: &mut Vipl, ep: &Endpoint) {
+    let results = [
+        ("VipDisconnect", vipl.vip_disconnect(ep.vi).await),
+        ("VipDestroyVi", vipl.vip_destroy_vi(ep.vi).await),
+        (
+            "VipDeregisterMem",
+            vipl.vip_deregister_mem(ep.nic, ep.dst.0, ep.dst.1).await,
+        ),
+        (
+            "VipDeregisterMem",
+            vipl.vip_deregister_mem(ep.nic, ep.src.0, ep.src.1).await,
+        ),
+        (
+            "VipDeregisterMem",
+            vipl.vip_deregister_mem(ep.nic, ep.ctl.0, ep.ctl.1).await,
+        ),
+        (
+            "VipDestroyPtag",
+            vipl.vip_destroy_ptag(ep.nic, ep.ptag).await,
+        ),
+        ("VipCloseNic", vipl.vip_close_nic(ep.nic).await),
+    ];
+    for (call, r) in results {
+        if let Err(e) = r {
+            tracing::debug!(target: "host::vipl", call, %e, "teardown step failed");
+        }
+    }
+}

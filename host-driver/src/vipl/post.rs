@@ -1,0 +1,135 @@
+//! VipPostSend and VipPostRecv: hand a descriptor the program built in registered memory
+//! to the card.
+//!
+//! A post (i) checks the VI and the descriptor's place (64-byte aligned, inside the
+//! region of its memory handle), (ii) writes the provider-owned fields of the control
+//! segment: Next = 0 / null handle and Status = 0, (iii) links the queue's previous tail
+//! to it through the tail's Next address and handle, and (iv) rings the VI's doorbell:
+//! the 16-byte via-abi [`DoorbellRepr`] as four 32-bit memory-mapped writes to
+//! `DOORBELL_BASE + 16 * vi`, the last of which (offset 12) rings it. The doorbell
+//! writes are traced as a `doorbell` span.
+
+use super::{Posted, ViHandle, ViState, VipError, VipResult, Vipl};
+use via_abi::bar;
+use via_abi::descriptor::is_descriptor_aligned;
+use via_abi::{DoorbellRepr, MemHandle, Queue, WorkQueue};
+
+impl Vipl {
+    /// **VipPostSend**: posts the descriptor at `desc_va` (registered under
+    /// `desc_handle`) on the send queue of `vi`.
+    ///
+    /// # Errors
+    /// `VIP_INVALID_PARAMETER`: no such VI, or a descriptor that is misaligned or not in
+    /// the (live) region of `desc_handle`; `VIP_INVALID_STATE`: the VI is not connected.
+    pub async fn vip_post_send(
+        &mut self,
+        vi: ViHandle,
+        desc_va: u64,
+        desc_handle: MemHandle,
+    ) -> VipResult<()> {
+        let start = self.now();
+        let r = self.post(WorkQueue::Send, vi, desc_va, desc_handle).await;
+        self.end_call("VipPostSend", start, &r);
+        r
+    }
+
+    /// **VipPostRecv**: posts the descriptor at `desc_va` on the receive queue of `vi`
+    /// (allowed before the VI is connected).
+    ///
+    /// # Errors
+    /// `VIP_INVALID_PARAMETER`: as for [`Vipl::vip_post_send`]; `VIP_INVALID_STATE`: the VI
+    /// is in the error state.
+    pub async fn vip_post_recv(
+        &mut self,
+        vi: ViHandle,
+        desc_va: u64,
+        desc_handle: MemHandle,
+    ) -> VipResult<()> {
+        let start = self.now();
+        let r = self
+            .post(WorkQueue::Receive, vi, desc_va, desc_handle)
+            .await;
+        self.end_call("VipPostRecv", start, &r);
+        r
+    }
+
+    async fn post(
+        &mut self,
+        queue: WorkQueue,
+        vi: ViHandle,
+        desc_va: u64,
+        desc_handle: MemHandle,
+    ) -> VipResult<()> {
+        self.compute(self.cfg.costs.vipl_call).await;
+        let entry = self.vis.get(&vi.0).ok_or(VipError::InvalidParameter)?;
+        let state_ok = match queue {
+            WorkQueue::Send => entry.state == ViState::Connected,
+            WorkQueue::Receive => entry.state != ViState::Error,
+        };
+        if !state_ok {
+            return Err(VipError::InvalidState);
+        }
+        if !is_descriptor_aligned(desc_va)
+            || self
+                .region_covering(
+                    desc_handle,
+                    desc_va,
+                    via_abi::descriptor::CONTROL_SEGMENT_LEN as u64,
+                )
+                .is_none()
+        {
+            return Err(VipError::InvalidParameter);
+        }
+        let tail = match queue {
+            WorkQueue::Send => entry.send.back().copied(),
+            WorkQueue::Receive => entry.recv.back().copied(),
+        };
+        self.compute(self.cfg.costs.post_link).await;
+        self.write_mem(desc_va, &[0u8; 12]).await?;
+        self.write_mem(desc_va + 28, &[0u8; 4]).await?;
+        if let Some(t) = tail {
+            let mut link = [0u8; 12];
+            link[..8].copy_from_slice(&desc_va.to_le_bytes());
+            link[8..].copy_from_slice(&desc_handle.raw().to_le_bytes());
+            self.write_mem(t.va, &link).await?;
+        }
+        let posted = Posted {
+            va: desc_va,
+            handle: desc_handle,
+            notified: false,
+        };
+        if let Some(e) = self.vis.get_mut(&vi.0) {
+            match queue {
+                WorkQueue::Send => e.send.push_back(posted),
+                WorkQueue::Receive => e.recv.push_back(posted),
+            }
+        }
+        self.ring_doorbell(vi.0, queue, desc_va, desc_handle).await
+    }
+
+    /// Writes the doorbell record of a post, dword by dword.
+    async fn ring_doorbell(
+        &self,
+        vi: u16,
+        queue: WorkQueue,
+        desc_va: u64,
+        desc_handle: MemHandle,
+    ) -> VipResult<()> {
+        let start = self.now();
+        let base = bar::doorbell_offset(vi).ok_or(VipError::ErrorResource)?;
+        let record = DoorbellRepr {
+            desc_va,
+            desc_handle,
+            vi,
+            queue: Queue::from(queue),
+            reserved: 0,
+        }
+        .to_bytes();
+        for (i, w) in record.chunks_exact(4).enumerate() {
+            let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            self.mmio_write(base + 4 * i as u64, word).await;
+        }
+        self.record_span("doorbell", start);
+        Ok(())
+    }
+}
