@@ -8,6 +8,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 
 use crate::config::{ConfigError, ConfigSource, SystemConfig, DEFAULT_PRESET, PRESETS};
+use crate::dma::{DmaArgs, DmaError};
 use crate::layout::{LayoutCommand, LayoutError};
 use crate::report::{aligned, csv, Format};
 
@@ -73,6 +74,10 @@ pub enum Command {
     /// field, as they are in host memory or card SDRAM.
     #[command(subcommand)]
     Layout(LayoutCommand),
+    /// Raw DMA throughput of one bus: the card moving --bytes between host memory and
+    /// itself (--bus system), or the DP83820, master of the local bus, moving them
+    /// between the FPGA's buffer RAM and itself (--bus local).
+    Dma(DmaArgs),
 }
 
 /// Options of `hvia config`.
@@ -116,6 +121,10 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Layout(#[from] LayoutError),
+    /// The options of `hvia dma`.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Dma(#[from] DmaError),
 }
 
 /// Runs the command `cli` describes. Bad input is an `Err` (the binary exits with 2).
@@ -133,6 +142,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
         // `--show` is required by clap, so it is the only thing `config` does.
         Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
+        Some(Command::Dma(args)) => Ok(crate::dma::run(args, format, &cfg)?),
     }
 }
 

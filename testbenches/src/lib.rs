@@ -11,5 +11,6 @@
 
 pub mod cli;
 pub mod config;
+pub mod dma;
 pub mod layout;
 pub mod report;

@@ -283,7 +283,7 @@ fn no_subcommand_says_the_ping_pong_is_not_built_yet() {
 fn help_and_version_succeed() {
     let help = ok(&["--help"]);
     for word in [
-        "presets", "config", "--format", "--preset", "--config", "--set",
+        "presets", "config", "dma", "--format", "--preset", "--config", "--set",
     ] {
         assert!(help.contains(word), "{word}: {help}");
     }

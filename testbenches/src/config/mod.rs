@@ -5,20 +5,32 @@
 //! Order of application: a preset or a file, then every `--set` in order (each one
 //! type-checked as it is applied), then range validation ([`SystemConfig::load`]).
 //! Every error names its key path and, for text, its `origin:line:column`.
+//!
+//! The PCI timing tables map onto `pci-model`'s parameter structs in one place:
+//! [`SystemConfig::pci_bus_params`], [`SystemConfig::host_bridge_params`],
+//! [`SystemConfig::dma_params`], [`SystemConfig::card_target_profile`] and
+//! [`SystemConfig::local_target`].
 
 mod error;
+mod pci;
 mod presets;
 mod schema;
+mod schema_pci;
 mod set;
 mod show;
 mod source;
 mod validate;
+mod validate_pci;
 
 pub use error::ConfigError;
+pub use pci::PciBusKind;
 pub use presets::{find as find_preset, Preset, DEFAULT_PRESET, PRESETS};
 pub use schema::{
     AttLocation, CardConfig, HostConfig, MacConfig, PciBusConfig, PciConfig, SimConfig,
     SystemConfig, TopologyConfig, WireConfig,
+};
+pub use schema_pci::{
+    BridgeConfig, Devsel, DmaMasterConfig, LocalTargetConfig, Park, ReadMode, TargetConfig,
 };
 pub use source::{key_path_at, line_col, span_of_key, LineCol};
 pub use validate::Problem;
@@ -49,16 +61,16 @@ pub struct ClockSpec {
     pub key: &'static str,
     /// Name of the clock domain it becomes, e.g. `pci.system`.
     pub domain: &'static str,
-    /// Frequency [MHz].
+    /// Frequency \[MHz\].
     pub mhz: f64,
-    /// Highest accepted frequency [MHz].
+    /// Highest accepted frequency \[MHz\].
     pub max_mhz: f64,
     /// Why that is the limit.
     pub limit: &'static str,
 }
 
 impl ClockSpec {
-    /// The period this clock becomes [ps], rounded once to a whole picosecond.
+    /// The period this clock becomes \[ps\], rounded once to a whole picosecond.
     ///
     /// # Errors
     /// A frequency that is not finite and positive.
@@ -81,7 +93,8 @@ impl SystemConfig {
     pub fn clocks(&self) -> [ClockSpec; 7] {
         const CPU: &str = "a sane bound for a host CPU";
         const DRAM: &str = "a sane bound for host memory";
-        const PCI: &str = "PCI-X 133 is the fastest parallel PCI clock";
+        const PCI: &str =
+            "PCI 2.2 ch. 7: 66 MHz is the fastest conventional PCI clock; PCI-X is not modelled";
         const CARD: &str = "a sane bound for FPGA and SDRAM clocks";
         const WIRE: &str = "a sane bound; GMII is 125 MHz";
         let c = |key, domain, mhz, max_mhz, limit| ClockSpec {
@@ -110,14 +123,14 @@ impl SystemConfig {
                 "pci.system.clock_mhz",
                 "pci.system",
                 self.pci.system.clock_mhz,
-                133.4,
+                66.67,
                 PCI,
             ),
             c(
                 "pci.local.clock_mhz",
                 "pci.local",
                 self.pci.local.clock_mhz,
-                133.4,
+                66.67,
                 PCI,
             ),
             c(

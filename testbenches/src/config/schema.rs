@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::schema_pci::{BridgeConfig, DmaMasterConfig, LocalTargetConfig, Park, TargetConfig};
+
 /// A whole simulated system: every node is identical and built from these tables.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,11 +19,13 @@ pub struct SystemConfig {
     pub topology: TopologyConfig,
     /// The host of each node (`[host]`).
     pub host: HostConfig,
-    /// The two PCI buses of each node (`[pci.system]`, `[pci.local]`).
+    /// The two PCI buses of each node and the host bridge (`[pci.system]`, `[pci.local]`,
+    /// `[pci.bridge]`).
     pub pci: PciConfig,
-    /// The HVIA-GE card's FPGA and SDRAM (`[card]`).
+    /// The HVIA-GE card's FPGA and SDRAM, its DMA master and its PCI targets (`[card]`,
+    /// `[card.dma]`, `[card.pci_target]`, `[card.local_target]`).
     pub card: CardConfig,
-    /// The DP83820 gigabit MAC on the card (`[mac]`).
+    /// The DP83820 gigabit MAC on the card (`[mac]`, `[mac.dma]`).
     pub mac: MacConfig,
     /// The GMII link and the cable (`[wire]`).
     pub wire: WireConfig,
@@ -50,17 +54,17 @@ pub struct TopologyConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
-    /// CPU core clock [MHz] (domain `host.cpu`).
+    /// CPU core clock \[MHz\] (domain `host.cpu`).
     pub cpu_clock_mhz: f64,
-    /// Host DRAM size [MB = 2^20 bytes].
+    /// Host DRAM size \[MB = 2^20 bytes\].
     pub memory_mb: u32,
-    /// Host memory and host-bridge clock [MHz] (domain `host.memory`).
+    /// Host memory and host-bridge clock \[MHz\] (domain `host.memory`).
     pub memory_clock_mhz: f64,
-    /// Virtual-memory page size [bytes].
+    /// Virtual-memory page size \[bytes\].
     pub page_size_bytes: u32,
 }
 
-/// `[pci]`: the two PCI buses of a node.
+/// `[pci]`: the two PCI buses of a node and the host bridge.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PciConfig {
@@ -68,18 +72,23 @@ pub struct PciConfig {
     pub system: PciBusConfig,
     /// The card's local bus between FPGA and DP83820 (`[pci.local]`, domain `pci.local`).
     pub local: PciBusConfig,
+    /// The host bridge on the system bus: the target of the card's DMA into host memory
+    /// (`[pci.bridge]`).
+    pub bridge: BridgeConfig,
 }
 
 /// One PCI bus.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PciBusConfig {
-    /// Data path width [bits]: 32 or 64.
+    /// Data path width \[bits\]: 32 or 64.
     pub width_bits: u32,
-    /// Bus clock [MHz].
+    /// Bus clock \[MHz\].
     pub clock_mhz: f64,
-    /// Longest DMA burst a master issues [bytes]; a power of two.
+    /// Longest DMA burst a master issues \[bytes\]; a power of two.
     pub burst_bytes: u32,
+    /// What the arbiter does with GNT# when nobody requests: `"last-master"` or `"none"`.
+    pub park: Park,
 }
 
 impl PciBusConfig {
@@ -104,36 +113,47 @@ pub enum AttLocation {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CardConfig {
-    /// FPGA core clock [MHz] (domain `card.core`).
+    /// FPGA core clock \[MHz\] (domain `card.core`).
     pub core_clock_mhz: f64,
-    /// Card SDRAM size [MB = 2^20 bytes].
+    /// Card SDRAM size \[MB = 2^20 bytes\].
     pub sdram_mb: u32,
-    /// Card SDRAM clock [MHz] (domain `card.sdram`).
+    /// Card SDRAM clock \[MHz\] (domain `card.sdram`).
     pub sdram_clock_mhz: f64,
     /// Where the ATT lives: `"card"` or `"host"`.
     pub att_location: AttLocation,
+    /// The card's DMA master on the system bus (`[card.dma]`); its burst is
+    /// `pci.system.burst_bytes`.
+    pub dma: DmaMasterConfig,
+    /// The card as a PCI target on the system bus: its BAR (`[card.pci_target]`).
+    pub pci_target: TargetConfig,
+    /// The FPGA as a target on the local bus: the buffer RAM the DP83820 reads and
+    /// writes (`[card.local_target]`).
+    pub local_target: LocalTargetConfig,
 }
 
 /// `[mac]`: the DP83820 gigabit MAC.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MacConfig {
-    /// Transmit FIFO size [bytes].
+    /// Transmit FIFO size \[bytes\].
     pub tx_fifo_bytes: u32,
-    /// Receive FIFO size [bytes].
+    /// Receive FIFO size \[bytes\].
     pub rx_fifo_bytes: u32,
+    /// The DP83820 as the DMA master of the local bus (`[mac.dma]`); its burst is
+    /// `pci.local.burst_bytes`.
+    pub dma: DmaMasterConfig,
 }
 
 /// `[wire]`: the GMII link, the frames on it and the cable.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WireConfig {
-    /// GMII clock [MHz], one byte per clock (domain `wire.gmii`).
+    /// GMII clock \[MHz\], one byte per clock (domain `wire.gmii`).
     pub gmii_clock_mhz: f64,
-    /// Largest Ethernet frame without FCS [bytes].
+    /// Largest Ethernet frame without FCS \[bytes\].
     pub mtu_bytes: u32,
-    /// Cable length between the two PHYs [m].
+    /// Cable length between the two PHYs \[m\].
     pub cable_m: f64,
-    /// Minimum inter-frame gap [bytes].
+    /// Minimum inter-frame gap \[bytes\].
     pub min_ifg_bytes: u32,
 }

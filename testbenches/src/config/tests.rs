@@ -74,6 +74,13 @@ fn shown_toml_names_periods_and_round_trips() {
             "wire.cable_m=0.5",
             "sim.trace=true",
         ][..],
+        &[
+            "pci.system.park=none",
+            "pci.bridge.read_mode=wait-states",
+            "card.pci_target.devsel=slow",
+            "mac.dma.write_invalidate=true",
+            "card.local_target.read_latency_core_clocks=0",
+        ][..],
     ] {
         let cfg = SystemConfig::load(&ConfigSource::default(), sets).unwrap();
         let text = cfg.to_toml().unwrap();
@@ -104,7 +111,9 @@ fn flatten_lists_every_value_by_key() {
     let flat = published().flatten().unwrap();
     assert!(flat.contains(&("pci.system.clock_mhz".into(), "33.0".into())));
     assert!(flat.contains(&("card.att_location".into(), "card".into())));
-    assert_eq!(flat.len(), 23);
+    assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
+    assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
+    assert_eq!(flat.len(), 56);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
 }
 
@@ -143,6 +152,26 @@ fn set_errors_name_the_key_and_leave_the_config_unchanged() {
             "`card` or `host`",
         ),
         ("sim.trace=1", "sim.trace", "expected a boolean"),
+        (
+            "pci.bridge.devsel=quick",
+            "pci.bridge.devsel",
+            "expected one of `fast`, `medium`, `slow`",
+        ),
+        (
+            "pci.bridge.read_mode=eager",
+            "pci.bridge.read_mode",
+            "`delayed` or `wait-states`",
+        ),
+        (
+            "pci.system.park=first",
+            "pci.system.park",
+            "`last-master` or `none`",
+        ),
+        (
+            "card.dma.write_invalidate=yes",
+            "card.dma.write_invalidate",
+            "expected a boolean",
+        ),
         ("no.such.key=1", "no.such.key", "unknown config key"),
         ("pci.system=1", "pci.system", "is a table"),
     ] {
@@ -190,7 +219,83 @@ fn validation_names_the_key_and_the_limit() {
             "pci.system.clock_mhz",
             "out of range",
         ),
-        ("pci.system.clock_mhz=200", "pci.system.clock_mhz", "133.4"),
+        ("pci.system.clock_mhz=200", "pci.system.clock_mhz", "66.67"),
+        ("pci.local.clock_mhz=100", "pci.local.clock_mhz", "PCI-X"),
+        (
+            "pci.bridge.memory_read_latency_ns=20000",
+            "pci.bridge.memory_read_latency_ns",
+            "10 us",
+        ),
+        (
+            "pci.bridge.memory_stream_mb_s=0",
+            "pci.bridge.memory_stream_mb_s",
+            "between 1",
+        ),
+        (
+            "pci.bridge.cache_line_bytes=24",
+            "pci.bridge.cache_line_bytes",
+            "power of two",
+        ),
+        (
+            "pci.bridge.mrm_prefetch_bytes=8192",
+            "pci.bridge.mrm_prefetch_bytes",
+            "4 KB",
+        ),
+        (
+            "pci.bridge.delayed_read_slots=0",
+            "pci.bridge.delayed_read_slots",
+            "between 1",
+        ),
+        (
+            "pci.bridge.posted_write_buffer_bytes=4",
+            "pci.bridge.posted_write_buffer_bytes",
+            "64-bit data phase",
+        ),
+        (
+            "pci.bridge.cpu_write_buffer_entries=0",
+            "pci.bridge.cpu_write_buffer_entries",
+            "between 1",
+        ),
+        (
+            "pci.bridge.latency_timer_cycles=256",
+            "pci.bridge.latency_timer_cycles",
+            "8 bits",
+        ),
+        (
+            "card.dma.latency_timer_cycles=300",
+            "card.dma.latency_timer_cycles",
+            "8 bits",
+        ),
+        (
+            "card.dma.max_outstanding=0",
+            "card.dma.max_outstanding",
+            "between 1 and 16",
+        ),
+        (
+            "mac.dma.cache_line_bytes=3",
+            "mac.dma.cache_line_bytes",
+            "power of two",
+        ),
+        (
+            "card.pci_target.write_wait_states=15",
+            "card.pci_target.write_wait_states",
+            "16th clock",
+        ),
+        (
+            "card.pci_target.max_write_burst_bytes=12",
+            "card.pci_target.max_write_burst_bytes",
+            "multiple of 8",
+        ),
+        (
+            "card.local_target.max_write_burst_bytes=3",
+            "card.local_target.max_write_burst_bytes",
+            "multiple of 8",
+        ),
+        (
+            "card.local_target.read_latency_core_clocks=65",
+            "card.local_target.read_latency_core_clocks",
+            "between 0 and 64",
+        ),
         ("host.cpu_clock_mhz=1e9", "host.cpu_clock_mhz", "at most"),
         ("topology.nodes=1", "topology.nodes", "at least 2"),
         ("topology.nodes=4", "topology.nodes", "switch"),
@@ -340,8 +445,12 @@ mod props {
     use super::*;
     use proptest::prelude::*;
 
-    const KEYS: [&str; 8] = [
+    const KEYS: [&str; 12] = [
         "pci.system.clock_mhz",
+        "pci.system.park",
+        "pci.bridge.read_mode",
+        "card.dma.max_outstanding",
+        "card.local_target.read_latency_core_clocks",
         "pci.system.width_bits",
         "pci.local.burst_bytes",
         "card.att_location",

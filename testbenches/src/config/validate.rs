@@ -2,6 +2,7 @@
 //! and the reason (with the standard or datasheet behind the limit when there is one).
 
 use super::schema::{PciBusConfig, SystemConfig};
+use super::validate_pci;
 
 /// One rejected value: its dotted key path and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,7 +21,7 @@ fn problem(key: impl Into<String>, reason: impl Into<String>) -> Problem {
 }
 
 /// Checks `value` is in `lo..=hi`.
-fn in_range(key: &str, value: u32, lo: u32, hi: u32, why: &str) -> Result<(), Problem> {
+pub(super) fn in_range(key: &str, value: u32, lo: u32, hi: u32, why: &str) -> Result<(), Problem> {
     if (lo..=hi).contains(&value) {
         Ok(())
     } else {
@@ -32,7 +33,7 @@ fn in_range(key: &str, value: u32, lo: u32, hi: u32, why: &str) -> Result<(), Pr
 }
 
 /// Checks `value` is a power of two in `lo..=hi`.
-fn power_of_two(key: &str, value: u32, lo: u32, hi: u32) -> Result<(), Problem> {
+pub(super) fn power_of_two(key: &str, value: u32, lo: u32, hi: u32) -> Result<(), Problem> {
     if value.is_power_of_two() && (lo..=hi).contains(&value) {
         Ok(())
     } else {
@@ -117,8 +118,12 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
 
     check_bus("pci.system", &cfg.pci.system)?;
     check_bus("pci.local", &cfg.pci.local)?;
+    validate_pci::bridge("pci.bridge", &cfg.pci.bridge)?;
 
     in_range("card.sdram_mb", cfg.card.sdram_mb, 1, 4096, "")?;
+    validate_pci::dma_master("card.dma", &cfg.card.dma)?;
+    validate_pci::target("card.pci_target", &cfg.card.pci_target)?;
+    validate_pci::local_target("card.local_target", &cfg.card.local_target)?;
 
     let fifo = " (at least one minimum frame, at most 1 MiB)";
     in_range(
@@ -135,6 +140,7 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
         1 << 20,
         fifo,
     )?;
+    validate_pci::dma_master("mac.dma", &cfg.mac.dma)?;
 
     in_range(
         "wire.mtu_bytes",
