@@ -26,10 +26,12 @@
 //! | `GecTxDone { slot, ok, msg }` | GEC -> engine | the DP83820 has written back that descriptor: the slot is free again |
 //! | `GecRxFrame { slot, len, msg }` | GEC -> engine | RX buffer `slot` holds a received frame of `len` bytes (FCS stripped), checked good by the MAC |
 //! | `GecRxRelease { slot }` | engine -> GEC | the engine has moved the frame out: the slot may be given back to the DP83820 |
+//! | `GecInit` | testbench -> GEC | at the start of a run: build the rings, program the DP83820 |
+//! | `GecReady` | GEC -> engine | the DP83820 is programmed; earlier `GecTransmit`s waited for this |
 
 use thiserror::Error;
 
-/// Size of one DP83820 descriptor with 32-bit addressing [bytes] (DP83820 datasheet).
+/// Size of one DP83820 descriptor with 32-bit addressing \[bytes\] (DP83820 datasheet).
 pub const DESCRIPTOR_BYTES: u64 = 16;
 
 /// Where things live in the buffer RAM.
@@ -43,7 +45,7 @@ pub struct BufferLayout {
     pub tx_slots: u16,
     /// Number of RX frame buffers. Assumption (not published): 4.
     pub rx_slots: u16,
-    /// Bytes per frame buffer [bytes]. Assumption: 2048, the power of two above the
+    /// Bytes per frame buffer \[bytes\]. Assumption: 2048, the power of two above the
     /// largest frame (1518 bytes with FCS).
     pub slot_bytes: u64,
 }

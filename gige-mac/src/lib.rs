@@ -1,6 +1,14 @@
-//! `gige-mac`: the wire side of HVIA-GE's gigabit Ethernet: real frames with a real FCS,
-//! the GMII byte stream at 125 MHz, the DP83861 PHY and the cable as latencies, a
+//! `gige-mac`: HVIA-GE's gigabit Ethernet: the FPGA's GEC and the National DP83820 MAC
+//! on the card's local PCI bus, and the wire side: real frames with a real FCS, the GMII
+//! byte stream at 125 MHz, the DP83861 PHY and the cable as latencies, a
 //! store-and-forward switch for more than two nodes, and pcap output.
+//!
+//! ```text
+//!  card.core            pci.local                               gmii (125 MHz)
+//!  engine <-> Gec <==local PciBus==> Dp83820Bus <-(FIFOs)-> Dp83820Mac <==Link==> far MAC
+//!             | (target: buffer RAM, master: DP83820 registers)
+//!             BufferRam (env)
+//! ```
 //!
 //! ```text
 //!   MAC A                                                         MAC B
@@ -14,13 +22,16 @@
 //! | module | owns |
 //! |---|---|
 //! | [`buffer_ram`] | the card's buffer RAM (TX/RX buffers, DP83820 rings) and the engine-GEC interface |
+//! | [`gec`] | [`Gec`]: the FPGA's gigabit Ethernet controller (RAM target, DP83820 register master, rings) |
+//! | [`dp83820`] | [`Dp83820Bus`] (registers, DMA engines) and [`Dp83820Mac`] (FIFOs at the wire) |
+//! | [`testbench`] | the DP83820's DMA over the local bus against the GEC's RAM (`hvia dma --bus local`) |
 //! | [`frame`] | building and checking Ethernet frames (pad, FCS); [`Frame`] in flight |
 //! | [`gmii`] | [`GmiiTx`]: preamble, SFD, frame, IFG on the 125 MHz clock; queue; stats |
 //! | [`rx`] | [`RxFrame`] (bytes arriving one per clock), [`GmiiRx`] (pairing, FCS check) |
 //! | [`phy`] | the DP83861 PHY as transmit and receive pipeline latencies |
 //! | [`cable`] | cable propagation |
 //! | [`link`] | PHY + cable + PHY, and a transmitter's view of its far end ([`Attachment`]) |
-//! | [`port`] | [`MacPort`], a test MAC endpoint (until the DP83820 exists) |
+//! | [`port`] | [`MacPort`], a plain MAC endpoint for wire-level tests |
 //! | [`switch`] | [`Switch`], N-port store-and-forward |
 //! | [`fdb`] | the switch's address-learning table |
 //! | [`pcap`] | pcap writer (nanosecond timestamps) and reader |
@@ -35,15 +46,18 @@
 //! [`MacPort`] is exactly that and nothing more. Handlers are generic over the system
 //! message type: `fn handle<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>)`.
 //!
-//! `tracing` targets: `mac::gmii` (transmitters, receivers, MAC ports), `mac::phy` (frames
-//! put on a link), `mac::switch`.
+//! `tracing` targets: `mac::gec` (the GEC), `mac::tx` / `mac::rx` (the DP83820's transmit
+//! and receive paths), `mac::gmii` (transmitters, receivers, MAC ports), `mac::phy`
+//! (frames put on a link), `mac::switch`.
 
 #![forbid(unsafe_code)]
 
 pub mod buffer_ram;
 pub mod cable;
+pub mod dp83820;
 pub mod fdb;
 pub mod frame;
+pub mod gec;
 pub mod gmii;
 pub mod link;
 pub mod msg;
@@ -53,10 +67,17 @@ pub mod phy;
 pub mod port;
 pub mod rx;
 pub mod switch;
+pub mod testbench;
 
 pub use buffer_ram::{BufferError, BufferLayout, BufferRam};
 pub use cable::Millimetres;
+pub use dp83820::{
+    BusSideStats, Dp83820Bus, Dp83820Mac, Dp83820Params, MacSideStats, RxEndStatus, RxState,
+    TxChunk, TxState,
+};
 pub use frame::{FcsError, Frame, FrameError, FrameId, FrameLimits};
+pub use gec::{Gec, GecParams, GecState, GecStats};
+pub use gmii::stream::Extended;
 pub use gmii::{Captured, GmiiState, GmiiTx, TxDone, TxRefused, TxStats};
 pub use link::{Attachment, Link};
 pub use msg::{MacMsg, PortIndex};

@@ -11,10 +11,18 @@
 //! | [`MacMsg::SwitchForward`] | a switch, to itself | the switch | forwarding latency after the frame's end |
 //! | [`MacMsg::GecTransmit`], [`MacMsg::GecRxRelease`] | the VIA engine | the GEC | one core cycle later |
 //! | [`MacMsg::GecTxDone`], [`MacMsg::GecRxFrame`] | the GEC | the VIA engine | one core cycle later |
+//! | [`MacMsg::RxData`] | a transmitter sending a streamed (cut-through) frame | the receiving port | no sooner than the frame's first byte |
+//! | [`MacMsg::GecInit`] | the testbench, at the start of a run | the GEC | its first core edge |
+//! | [`MacMsg::GecReady`] | the GEC, once the DP83820 is programmed | the VIA engine | one core cycle later |
+//! | [`MacMsg::GecWake`] | the GEC, to itself | the GEC | when its RAM port finishes a write |
+//! | [`MacMsg::TraceTag`] | GEC -> DP83820 bus side (TX), DP83820 bus side -> GEC (RX) | the other | one cycle later; trace bookkeeping only |
+//! | [`MacMsg::MacConfig`], [`MacMsg::MacTxData`], [`MacMsg::MacRxDrained`] | DP83820 bus side | DP83820 MAC side | one `gmii` cycle later (clock crossing) |
+//! | [`MacMsg::MacTxStatus`], [`MacMsg::MacRxFrame`], [`MacMsg::MacRxEnd`] | DP83820 MAC side | DP83820 bus side | one local-bus cycle later (clock crossing) |
+//! | [`MacMsg::MacBusWake`] | the DP83820 bus side, to itself | itself | when receive data will be visible |
 //!
-//! The DP83820 MAC (descriptor rings, FIFOs, PCI bus master) will add its own variants
-//! here; the enum is `#[non_exhaustive]` so that matches elsewhere already allow for them.
+//! The enum is `#[non_exhaustive]` so that matches elsewhere allow for new variants.
 
+use crate::dp83820::{RxEndStatus, TxChunk};
 use crate::frame::Frame;
 use crate::rx::RxFrame;
 use sim_kernel::MsgId;
@@ -69,7 +77,7 @@ pub enum MacMsg {
     GecTransmit {
         /// TX buffer slot.
         slot: u16,
-        /// Frame length without FCS [bytes].
+        /// Frame length without FCS \[bytes\].
         len: u32,
         /// The message the frame belongs to (for traces).
         msg: MsgId,
@@ -89,7 +97,7 @@ pub enum MacMsg {
     GecRxFrame {
         /// RX buffer slot.
         slot: u16,
-        /// Frame length without FCS [bytes].
+        /// Frame length without FCS \[bytes\].
         len: u32,
         /// Trace id given to the received frame.
         msg: MsgId,
@@ -100,6 +108,73 @@ pub enum MacMsg {
         /// RX buffer slot.
         slot: u16,
     },
+    /// More bytes of a streamed frame in progress on `port` are known (see
+    /// [`crate::gmii::stream`]); the frame shows the bytes known so far. Receivers that only
+    /// look at whole frames ignore it.
+    RxData {
+        /// Which port of the receiving component.
+        port: PortIndex,
+        /// The arriving frame, with more bytes known.
+        frame: RxFrame,
+    },
+    /// testbench -> GEC: the run starts; build the rings and program the DP83820.
+    GecInit,
+    /// GEC -> engine: the DP83820 is programmed (TXDP, RXDP, TXCFG, RXCFG, RXE): frames
+    /// can be sent and received. Earlier `GecTransmit`s wait for this point.
+    GecReady,
+    /// GEC -> itself: its buffer-RAM write port finished a write.
+    GecWake,
+    /// Simulator bookkeeping, not hardware: the frame in the descriptor at local-bus
+    /// address `descriptor` belongs to message `msg`. The GEC tells the DP83820 for TX
+    /// descriptors, the DP83820 tells the GEC for RX descriptors, so that trace spans on
+    /// both cards carry the sender's message id. Nothing else depends on it.
+    TraceTag {
+        /// Local-bus address of the descriptor.
+        descriptor: u64,
+        /// The message.
+        msg: MsgId,
+    },
+    /// DP83820 bus side -> MAC side: the values of TXCFG and RXCFG after a write.
+    MacConfig {
+        /// Transmit configuration register.
+        txcfg: u32,
+        /// Receive configuration register.
+        rxcfg: u32,
+    },
+    /// DP83820 bus side -> MAC side: bytes of a frame moved into the transmit FIFO.
+    MacTxData(TxChunk),
+    /// DP83820 MAC side -> bus side: frame `frame` has left (or failed) and its bytes
+    /// have left the transmit FIFO.
+    MacTxStatus {
+        /// The bus side's frame sequence number.
+        frame: u64,
+        /// Sent without error.
+        ok: bool,
+        /// Transmit FIFO bytes freed \[bytes\].
+        fifo_bytes: u32,
+    },
+    /// DP83820 MAC side -> bus side: a frame is arriving into the receive FIFO (first
+    /// message), or more of its bytes are known (later ones).
+    MacRxFrame {
+        /// The MAC side's frame sequence number.
+        frame: u64,
+        /// The arriving frame.
+        rx: RxFrame,
+    },
+    /// DP83820 MAC side -> bus side: the frame's last byte arrived; its verdict.
+    MacRxEnd {
+        /// The MAC side's frame sequence number.
+        frame: u64,
+        /// Good (with its length), bad or dropped for lack of FIFO space.
+        status: RxEndStatus,
+    },
+    /// DP83820 bus side -> MAC side: bytes left the receive FIFO (moved or discarded).
+    MacRxDrained {
+        /// Bytes \[bytes\].
+        bytes: u32,
+    },
+    /// DP83820 bus side -> itself: receive bytes may have become visible.
+    MacBusWake,
     /// Internal to a switch: the forwarding latency of a good frame received on `in_port`
     /// has passed; look up its destination and queue it on the output port(s).
     SwitchForward {
@@ -124,6 +199,18 @@ impl MacMsg {
             MacMsg::GecTxDone { .. } => "gec-tx-done",
             MacMsg::GecRxFrame { .. } => "gec-rx-frame",
             MacMsg::GecRxRelease { .. } => "gec-rx-release",
+            MacMsg::RxData { .. } => "rx-data",
+            MacMsg::GecInit => "gec-init",
+            MacMsg::GecReady => "gec-ready",
+            MacMsg::GecWake => "gec-wake",
+            MacMsg::TraceTag { .. } => "trace-tag",
+            MacMsg::MacConfig { .. } => "mac-config",
+            MacMsg::MacTxData(_) => "mac-tx-data",
+            MacMsg::MacTxStatus { .. } => "mac-tx-status",
+            MacMsg::MacRxFrame { .. } => "mac-rx-frame",
+            MacMsg::MacRxEnd { .. } => "mac-rx-end",
+            MacMsg::MacRxDrained { .. } => "mac-rx-drained",
+            MacMsg::MacBusWake => "mac-bus-wake",
         }
     }
 }

@@ -19,6 +19,10 @@
 //! | [`SwitchParams::queue_frames`] | 64 | frames per output port | assumption (see field) |
 //! | [`SwitchParams::table_capacity`] | 8 192 | addresses | assumption (see field) |
 //! | [`MacPortParams::queue_frames`] | 1 024 | frames | setting: test MAC, not hardware |
+//!
+//! The GEC's and the DP83820's parameters sit with their components:
+//! [`crate::GecParams`] (what the FPGA programs: bursts, thresholds) and
+//! [`crate::Dp83820Params`] (FIFO sizes, master settings), each with its own table.
 
 use crate::cable::Millimetres;
 use sim_kernel::Duration;

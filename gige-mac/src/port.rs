@@ -67,6 +67,8 @@ impl MacPort {
                 }
             }
             MacMsg::RxStart { frame, .. } => self.rx.start(&frame),
+            // A streamed frame's bytes: only the whole frame at its end matters here.
+            MacMsg::RxData { .. } => {}
             MacMsg::RxEnd { frame, .. } => {
                 let id = frame.id();
                 match self.rx.end(frame, ctx.now()) {

@@ -16,6 +16,13 @@
 //! receive DMA before the end of a frame) asks [`RxFrame::arrived`] for the bytes that are
 //! there at its current time; it cannot see bytes that have not arrived yet. This costs two
 //! events per frame instead of one per byte and is exact at every byte boundary.
+//!
+//! A transmitter that starts a frame before all its bytes are in its FIFO (the DP83820
+//! with a transmit drain threshold below the frame length: cut-through) does not know the
+//! whole frame when it sends `RxStart`: it sends a *partial* [`RxFrame`] (the bytes known so
+//! far, and the frame's total length) and then [`MacMsg::RxData`](crate::MacMsg) updates,
+//! each landing before any of its new bytes is due at the receiver, and `RxEnd` with the
+//! whole frame. [`RxFrame::arrived`] never returns more than the known bytes.
 
 use crate::frame::{check_fcs_with, FcsError, Frame, FrameId, FrameLimits};
 use sim_kernel::{Bytes, Duration, MsgId, Time};
@@ -24,6 +31,7 @@ use sim_kernel::{Bytes, Duration, MsgId, Time};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RxFrame {
     frame: Frame,
+    total_len: usize,
     first_byte_at: Time,
     last_byte_at: Time,
     byte_time: Duration,
@@ -34,12 +42,47 @@ impl RxFrame {
     /// one per `byte_time`, the last one complete at `last_byte_at`.
     #[must_use]
     pub fn new(frame: Frame, first_byte_at: Time, last_byte_at: Time, byte_time: Duration) -> Self {
+        let total_len = frame.len();
         Self {
             frame,
+            total_len,
             first_byte_at,
             last_byte_at: last_byte_at.max(first_byte_at),
             byte_time,
         }
+    }
+
+    /// A frame of `total_len` bytes of which only the first `known.len()` are known yet
+    /// (cut-through transmission); later updates carry more. `total_len` below the known
+    /// bytes counts as the known length.
+    #[must_use]
+    pub fn partial(
+        known: Frame,
+        total_len: usize,
+        first_byte_at: Time,
+        last_byte_at: Time,
+        byte_time: Duration,
+    ) -> Self {
+        let total_len = total_len.max(known.len());
+        Self {
+            frame: known,
+            total_len,
+            first_byte_at,
+            last_byte_at: last_byte_at.max(first_byte_at),
+            byte_time,
+        }
+    }
+
+    /// Bytes known so far (all of them unless the frame is partial) \[bytes\].
+    #[must_use]
+    pub fn known_len(&self) -> usize {
+        self.frame.len()
+    }
+
+    /// Whether every byte of the frame is known (not a partial frame).
+    #[must_use]
+    pub fn is_whole(&self) -> bool {
+        self.frame.len() >= self.total_len
     }
 
     /// The frame's id.
@@ -59,13 +102,13 @@ impl RxFrame {
     /// model must not act on it before [`RxFrame::last_byte_at`].
     #[must_use]
     pub fn len(&self) -> usize {
-        self.frame.len()
+        self.total_len
     }
 
     /// Whether the frame has no bytes (never true for frames a GMII transmitter sent).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.frame.is_empty()
+        self.total_len == 0
     }
 
     /// When the first byte (first destination address byte) is complete on RXD.
@@ -89,7 +132,7 @@ impl RxFrame {
     /// How many bytes have arrived by `now`.
     #[must_use]
     pub fn arrived_count(&self, now: Time) -> usize {
-        let len = self.frame.len();
+        let len = self.total_len;
         if now < self.first_byte_at {
             return 0;
         }
@@ -103,17 +146,27 @@ impl RxFrame {
             .min(len)
     }
 
-    /// The bytes that have arrived by `now`, from the first destination address byte on.
+    /// The bytes that have arrived by `now`, from the first destination address byte on
+    /// (never more than the bytes known: see the module doc on partial frames).
     #[must_use]
     pub fn arrived(&self, now: Time) -> &[u8] {
-        let n = self.arrived_count(now);
+        let n = self.arrived_count(now).min(self.frame.len());
         self.frame.bytes().get(..n).unwrap_or_default()
     }
 
-    /// The whole frame, once its last byte has arrived.
+    /// When byte `k` (0-based) is complete on RXD (`k` past the end: the last byte's time).
+    #[must_use]
+    pub fn byte_at(&self, k: usize) -> Time {
+        if k + 1 >= self.total_len {
+            return self.last_byte_at;
+        }
+        (self.first_byte_at + self.byte_time * k as u64).min(self.last_byte_at)
+    }
+
+    /// The whole frame, once its last byte has arrived (and every byte is known).
     #[must_use]
     pub fn complete(&self, now: Time) -> Option<&Frame> {
-        (now >= self.last_byte_at).then_some(&self.frame)
+        (now >= self.last_byte_at && self.is_whole()).then_some(&self.frame)
     }
 }
 
@@ -263,6 +316,38 @@ mod tests {
         assert_eq!(r.arrived(r.last_byte_at()), &bytes[..]);
         assert!(r.complete(Time(600_000)).is_none());
         assert!(r.complete(r.last_byte_at()).is_some());
+    }
+
+    #[test]
+    fn a_partial_frame_shows_only_known_bytes() {
+        let bytes = build(MacAddr([2; 6]), MacAddr([4; 6]), EtherType::Via, &[7; 100]).unwrap();
+        let whole = rx_frame(bytes.clone());
+        let known = Frame::new(FrameId(9), MsgId(1), bytes[..20].to_vec());
+        let p = RxFrame::partial(
+            known,
+            bytes.len(),
+            whole.first_byte_at(),
+            whole.last_byte_at(),
+            whole.byte_time(),
+        );
+        assert_eq!((p.len(), p.known_len(), p.is_whole()), (118, 20, false));
+        let end = p.last_byte_at();
+        assert_eq!(
+            p.arrived_count(end),
+            118,
+            "the timeline is the whole frame's"
+        );
+        assert_eq!(
+            p.arrived(end),
+            &bytes[..20],
+            "but only known bytes are shown"
+        );
+        assert!(p.complete(end).is_none());
+        assert_eq!(p.byte_at(0), p.first_byte_at());
+        assert_eq!(p.byte_at(10), Time(100_000 + 80_000));
+        assert_eq!(p.byte_at(5_000), end);
+        assert!(whole.is_whole());
+        assert_eq!(whole.complete(end).map(Frame::len), Some(118));
     }
 
     #[test]

@@ -184,6 +184,8 @@ impl Switch {
                 None => self.bad_port(port, "rx-start"),
             },
             MacMsg::RxEnd { port, frame } => self.receive_end(port, frame, ctx),
+            // Store and forward: a streamed frame's early bytes do not matter.
+            MacMsg::RxData { .. } => {}
             MacMsg::SwitchForward { in_port, frame } => self.forward(in_port, frame, ctx),
             MacMsg::TxWake { port } => match self.ports.get_mut(port.index()) {
                 Some(p) => {

@@ -22,17 +22,31 @@
 //! transmitter schedules, through the link's latency, the frame's arrival at the far end:
 //! [`MacMsg::RxStart`] when its first byte is complete on the far RXD and
 //! [`MacMsg::RxEnd`] when its last is. The link is a pure delay line, so both can be
-//! scheduled at once; this also keeps a zero-latency link exact. (A future mid-frame
-//! transmit abort, e.g. a DP83820 FIFO underrun, would have to cut the frame short here.)
+//! scheduled at once; this also keeps a zero-latency link exact.
+//!
+//! **Streamed frames** ([`stream`]): a MAC that starts a frame before all its bytes are in
+//! its FIFO (cut-through: the DP83820 below its drain threshold) queues a prefix with
+//! [`GmiiTx::enqueue_partial`] and appends with [`GmiiTx::extend`]. `RxStart` then carries
+//! a partial [`RxFrame`]; each extension while the frame is on the wire sends
+//! [`MacMsg::RxData`] (landing no sooner than the first byte, so after `RxStart`), and
+//! `RxEnd` is sent when the last byte is known. A byte not known by the edge it is due
+//! on TXD is a FIFO **underrun**: the rest of the frame goes out as zeros with an
+//! inverted FCS (the timing does not change; the receiver sees an FCS error) and
+//! [`TxDone::underrun`] says so.
 
 use crate::frame::Frame;
 use crate::link::Attachment;
 use crate::msg::{MacMsg, PortIndex};
 use crate::params::WireParams;
 use crate::rx::RxFrame;
-use sim_kernel::{Bytes, Ctx, Cycles, Fsm, Priority, StateName, Time};
+use sim_kernel::{Ctx, Cycles, Fsm, Priority, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::ethernet::{PREAMBLE_LEN, SFD_LEN};
+
+pub mod stream;
+pub mod types;
+
+pub use types::{Captured, TxDone, TxRefused, TxStats};
 
 /// Preamble plus SFD \[bytes = GMII clocks\] (IEEE 802.3 clause 4.2.5: 7 + 1).
 pub const PREAMBLE_SFD_BYTES: u64 = (PREAMBLE_LEN + SFD_LEN) as u64;
@@ -61,61 +75,27 @@ impl StateName for GmiiState {
     }
 }
 
-/// What a transmitter counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TxStats {
-    /// Frames sent completely (through the last FCS byte).
-    pub frames: u64,
-    /// Bytes of those frames after the SFD, FCS included.
-    pub bytes: Bytes,
-    /// Clocks with TX_EN on: preamble, SFD and frame bytes \[GMII cycles\].
-    pub busy: Cycles,
-    /// Clocks spent in the inter-frame gap \[GMII cycles\].
-    pub ifg: Cycles,
-    /// Frames refused because the queue was full.
-    pub queue_drops: u64,
-    /// Frames refused because they had no bytes.
-    pub rejected: u64,
-    /// Most frames ever waiting in the queue at once.
-    pub max_queued: usize,
+/// A frame waiting in the queue: the bytes known so far and its length on the wire.
+#[derive(Clone, Debug)]
+struct Queued {
+    frame: Frame,
+    total: usize,
 }
 
-/// Why [`GmiiTx::enqueue`] refused a frame (the frame is handed back; it is also counted).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TxRefused {
-    /// The queue already holds its capacity.
-    #[error("transmit queue full; frame {} dropped", .0.id.0)]
-    QueueFull(Frame),
-    /// A frame without bytes cannot be sent.
-    #[error("frame {} has no bytes", .0.id.0)]
-    Empty(Frame),
-}
-
-/// A frame whose last FCS byte has left the transmitter.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TxDone {
-    /// The frame.
-    pub frame: Frame,
-    /// Edge its first preamble byte went out on.
-    pub start: Time,
-    /// Edge after its last FCS byte (TX_EN off).
-    pub end: Time,
-}
-
-/// A frame recorded by the transmitter's tap, for pcap files.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Captured {
-    /// Edge its first preamble byte went out on at this transmitter.
-    pub at: Time,
-    /// The frame (FCS included).
-    pub frame: Frame,
-}
-
+/// The frame being sent.
 #[derive(Clone, Debug)]
 struct OnWire {
     frame: Frame,
+    total: usize,
     start: Time,
+    /// Edge its first byte after the SFD goes out (end of preamble).
+    data_at: Time,
+    /// When its first byte is complete at the far end (`RxStart`).
+    rx_first: Time,
     rx_end: Time,
+    /// `RxStart` has been sent (the frame is past its preamble).
+    announced: bool,
+    underrun: bool,
 }
 
 /// The GMII transmitter of one port, embedded in the component that owns the port (a MAC
@@ -128,7 +108,7 @@ pub struct GmiiTx {
     link: Attachment,
     min_ifg: u64,
     capacity: usize,
-    queue: VecDeque<Frame>,
+    queue: VecDeque<Queued>,
     on_wire: Option<OnWire>,
     stats: TxStats,
     capture: Option<Vec<Captured>>,
@@ -205,7 +185,17 @@ impl GmiiTx {
         frame: Frame,
         ctx: &mut Ctx<'_, M>,
     ) -> Result<(), TxRefused> {
-        if frame.is_empty() {
+        let total = frame.len();
+        self.push(frame, total, ctx)
+    }
+
+    fn push<M: From<MacMsg>>(
+        &mut self,
+        frame: Frame,
+        total: usize,
+        ctx: &mut Ctx<'_, M>,
+    ) -> Result<(), TxRefused> {
+        if total == 0 {
             self.stats.rejected += 1;
             tracing::warn!(target: "mac::gmii", port = self.port.0, id = frame.id.0, "empty frame refused");
             return Err(TxRefused::Empty(frame));
@@ -215,7 +205,7 @@ impl GmiiTx {
             tracing::debug!(target: "mac::gmii", port = self.port.0, id = frame.id.0, queued = self.queue.len(), "queue full, frame dropped");
             return Err(TxRefused::QueueFull(frame));
         }
-        self.queue.push_back(frame);
+        self.queue.push_back(Queued { frame, total });
         self.stats.max_queued = self.stats.max_queued.max(self.queue.len());
         if self.fsm.state() == GmiiState::Idle {
             self.start_next(ctx);
@@ -257,73 +247,108 @@ impl GmiiTx {
     }
 
     fn start_next<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
-        let Some(frame) = self.queue.pop_front() else {
+        let Some(Queued { frame, total }) = self.queue.pop_front() else {
             self.fsm.set(GmiiState::Idle, ctx);
             return;
         };
         let now = ctx.now();
-        tracing::debug!(target: "mac::gmii", port = self.port.0, id = frame.id.0, len = frame.len(), at = %now, "preamble");
-        if let Some(cap) = self.capture.as_mut() {
-            cap.push(Captured {
-                at: now,
-                frame: frame.clone(),
-            });
-        }
+        let byte = ctx.my_domain().period();
+        tracing::debug!(target: "mac::gmii", port = self.port.0, id = frame.id.0, len = total, at = %now, "preamble");
         self.on_wire = Some(OnWire {
             frame,
+            total,
             start: now,
+            data_at: now + byte * PREAMBLE_SFD_BYTES,
+            rx_first: now,
             rx_end: now,
+            announced: false,
+            underrun: false,
         });
         self.fsm.set(GmiiState::Preamble, ctx);
         self.wake_in(PREAMBLE_SFD_BYTES, ctx);
     }
 
     fn begin_data<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        let byte = ctx.my_domain().period();
+        let link = self.link;
+        let peer = ctx.domain_of(link.peer).clone();
         let Some(w) = self.on_wire.as_mut() else {
             tracing::warn!(target: "mac::gmii", port = self.port.0, "data phase without a frame");
             self.fsm.set(GmiiState::Idle, ctx);
             return;
         };
-        let now = ctx.now();
-        let byte = ctx.my_domain().period();
-        let len = w.frame.len() as u64;
+        let len = w.total as u64;
         // Byte k goes out in [now + k*byte, now + (k+1)*byte) and is complete on the far
         // RXD `latency` after the end of its clock, on the receiver's next edge.
-        let peer = ctx.domain_of(self.link.peer);
-        let first = peer.edge_at_or_after(now + byte + self.link.latency);
-        let last = peer.edge_at_or_after(now + byte * len + self.link.latency);
-        w.rx_end = last;
-        let rx = RxFrame::new(w.frame.clone(), first, last, byte);
-        tracing::trace!(target: "mac::phy", id = w.frame.id.0, peer = %self.link.peer, first = %first, last = %last, "frame on the link");
-        let (peer_id, port) = (self.link.peer, self.link.peer_port);
+        w.data_at = now;
+        w.rx_first = peer.edge_at_or_after(now + byte + link.latency);
+        w.rx_end = peer.edge_at_or_after(now + byte * len + link.latency);
+        w.announced = true;
+        if w.frame.is_empty() {
+            // Not even the first byte is in: underrun on the first data clock.
+            stream::corrupt_rest(w, self.port);
+        }
+        let rx = RxFrame::partial(w.frame.clone(), w.total, w.rx_first, w.rx_end, byte);
+        tracing::trace!(target: "mac::phy", id = w.frame.id.0, peer = %link.peer, first = %w.rx_first, last = %w.rx_end, "frame on the link");
+        let whole = rx.is_whole();
+        let (first, last) = (w.rx_first, w.rx_end);
         ctx.send_at(
-            peer_id,
+            link.peer,
             first,
             MacMsg::RxStart {
-                port,
+                port: link.peer_port,
                 frame: rx.clone(),
             }
             .into(),
         );
-        ctx.send_at(peer_id, last, MacMsg::RxEnd { port, frame: rx }.into());
+        if whole {
+            ctx.send_at(
+                link.peer,
+                last,
+                MacMsg::RxEnd {
+                    port: link.peer_port,
+                    frame: rx,
+                }
+                .into(),
+            );
+        }
         self.fsm.set(GmiiState::Data, ctx);
         self.wake_in(len, ctx);
     }
 
     fn end_data<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) -> Option<TxDone> {
         let now = ctx.now();
+        if self
+            .on_wire
+            .as_ref()
+            .is_some_and(|w| w.frame.len() < w.total)
+        {
+            // The last bytes never came: everything still missing was an underrun.
+            self.complete_underrun(ctx);
+        }
         let done = self.on_wire.take().map(|w| {
             let len = w.frame.len() as u64;
             self.stats.frames += 1;
             self.stats.bytes.0 += len;
             self.stats.busy += Cycles(PREAMBLE_SFD_BYTES + len);
+            if w.underrun {
+                self.stats.underruns += 1;
+            }
             ctx.span(w.frame.msg, "gmii tx", w.start, now);
             ctx.span(w.frame.msg, "phy+cable+phy", now, w.rx_end);
             tracing::debug!(target: "mac::gmii", port = self.port.0, id = w.frame.id.0, at = %now, "end of frame");
+            if let Some(cap) = self.capture.as_mut() {
+                cap.push(Captured {
+                    at: w.start,
+                    frame: w.frame.clone(),
+                });
+            }
             TxDone {
                 frame: w.frame,
                 start: w.start,
                 end: now,
+                underrun: w.underrun,
             }
         });
         self.fsm.set(GmiiState::Ifg, ctx);

@@ -1,0 +1,361 @@
+//! [`Dp83820Mac`]: the DP83820's MAC side, a component in the 125 MHz `gmii` domain: the
+//! wire ends of the TX and RX FIFOs, its [`GmiiTx`] and [`GmiiRx`].
+//!
+//! Transmit: chunks from the bus side ([`MacMsg::MacTxData`]) fill the frame at the head
+//! of the TX FIFO; a frame starts once TXCFG DRTH bytes of it, or all of it, are in (and
+//! every earlier frame has started), padded to 60 bytes when TXCFG ATP is set, with the
+//! FCS appended ([`crate::frame::finish`]); later bytes are streamed. When the GMII
+//! transmitter reports the frame sent, [`MacMsg::MacTxStatus`] frees its FIFO bytes.
+//!
+//! Receive: `RxStart`/`RxData` are forwarded to the bus side as [`MacMsg::MacRxFrame`];
+//! at `RxEnd` the frame is judged (FCS, length) and, if good, admitted to the 32 KB FIFO
+//! if it fits; the verdict goes to the bus side as [`MacMsg::MacRxEnd`]. Bytes leave the
+//! FIFO's count when the bus side reports them drained.
+//!
+//! Ports: `bus_side`, `link` (the [`Attachment`] of its transmitter). Statistics:
+//! [`MacSideStats`], the transmitter's and receiver's own.
+
+use super::regs::{RxCfg, TxCfg};
+use super::{RxEndStatus, TxChunk};
+use crate::frame::{fcs, finish, Frame, FrameId, FrameLimits};
+use crate::gmii::stream::Extended;
+use crate::gmii::GmiiTx;
+use crate::link::Attachment;
+use crate::msg::{MacMsg, PortIndex};
+use crate::params::WireParams;
+use crate::rx::GmiiRx;
+use sim_kernel::{ComponentId, Ctx, MsgId, Time};
+use std::collections::VecDeque;
+use via_abi::ethernet::{FCS_LEN, MIN_FRAME_LEN_NO_FCS};
+
+/// What the MAC side counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MacSideStats {
+    /// Frames sent (status reported).
+    pub tx_frames: u64,
+    /// Of those, sent corrupted after a FIFO underrun.
+    pub tx_underruns: u64,
+    /// Frames the GMII transmitter refused.
+    pub tx_refused: u64,
+    /// Good frames admitted to the RX FIFO.
+    pub rx_good: u64,
+    /// Bad frames dropped (runt, too long, FCS, framing).
+    pub rx_bad: u64,
+    /// Good frames dropped because the RX FIFO had no room.
+    pub rx_overflows: u64,
+    /// Most bytes ever held in the RX FIFO.
+    pub rx_fifo_peak: u64,
+    /// Messages it had no use for.
+    pub unexpected: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Assembling {
+    seq: u64,
+    id: FrameId,
+    msg: MsgId,
+    len: usize,
+    data: Vec<u8>,
+    since: Time,
+    started: bool,
+    /// Bytes handed to the transmitter.
+    given: usize,
+    ready_at: Time,
+}
+
+/// The DP83820's MAC side (see the module doc).
+#[derive(Clone, Debug)]
+pub struct Dp83820Mac {
+    bus_side: ComponentId,
+    id_base: u64,
+    rx_fifo_bytes: u64,
+    tx: GmiiTx,
+    rx: GmiiRx,
+    txcfg: TxCfg,
+    rxcfg: RxCfg,
+    frames: VecDeque<Assembling>,
+    rx_seq: u64,
+    rx_whole: bool,
+    rx_fifo_used: u64,
+    stats: MacSideStats,
+}
+
+impl Dp83820Mac {
+    /// The MAC side paired with `bus_side`, sending into `link`; its frames get ids from
+    /// `id_base` on (give each card its own range).
+    #[must_use]
+    pub fn new(
+        params: &super::Dp83820Params,
+        wire: &WireParams,
+        bus_side: ComponentId,
+        link: Attachment,
+        id_base: u64,
+    ) -> Self {
+        Self {
+            bus_side,
+            id_base,
+            rx_fifo_bytes: params.rx_fifo_bytes,
+            tx: GmiiTx::new("dp83820.gmii", PortIndex(0), link, wire, 1024),
+            rx: GmiiRx::new(FrameLimits::from_wire(wire)),
+            txcfg: TxCfg::decode(0),
+            rxcfg: RxCfg::decode(0),
+            frames: VecDeque::new(),
+            rx_seq: 0,
+            rx_whole: true,
+            rx_fifo_used: 0,
+            stats: MacSideStats::default(),
+        }
+    }
+
+    /// What it counted.
+    #[must_use]
+    pub fn stats(&self) -> &MacSideStats {
+        &self.stats
+    }
+
+    /// Its GMII transmitter (state, statistics, capture).
+    #[must_use]
+    pub fn tx(&self) -> &GmiiTx {
+        &self.tx
+    }
+
+    /// Its GMII transmitter, to turn capture on or take captured frames.
+    pub fn tx_mut(&mut self) -> &mut GmiiTx {
+        &mut self.tx
+    }
+
+    /// Its GMII receiver (statistics).
+    #[must_use]
+    pub fn rx(&self) -> &GmiiRx {
+        &self.rx
+    }
+
+    /// Bytes of good frames held in the RX FIFO.
+    #[must_use]
+    pub fn rx_fifo_used(&self) -> u64 {
+        self.rx_fifo_used
+    }
+
+    /// The receive configuration it last got.
+    #[must_use]
+    pub fn rxcfg(&self) -> RxCfg {
+        self.rxcfg
+    }
+
+    /// Handles one message.
+    pub fn handle<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>) {
+        match msg {
+            MacMsg::MacConfig { txcfg, rxcfg } => {
+                self.txcfg = TxCfg::decode(txcfg);
+                self.rxcfg = RxCfg::decode(rxcfg);
+            }
+            MacMsg::MacTxData(chunk) => self.tx_data(chunk, ctx),
+            MacMsg::TxWake { .. } => self.tx_wake(ctx),
+            MacMsg::RxStart { frame, .. } => {
+                self.rx.start(&frame);
+                self.rx_seq += 1;
+                self.rx_whole = frame.is_whole();
+                let seq = self.rx_seq;
+                ctx.send(
+                    self.bus_side,
+                    MacMsg::MacRxFrame {
+                        frame: seq,
+                        rx: frame,
+                    }
+                    .into(),
+                );
+            }
+            MacMsg::RxData { frame, .. } => {
+                self.rx_whole = frame.is_whole();
+                let seq = self.rx_seq;
+                ctx.send(
+                    self.bus_side,
+                    MacMsg::MacRxFrame {
+                        frame: seq,
+                        rx: frame,
+                    }
+                    .into(),
+                );
+            }
+            MacMsg::RxEnd { frame, .. } => self.rx_end(frame, ctx),
+            MacMsg::MacRxDrained { bytes } => {
+                self.rx_fifo_used = self.rx_fifo_used.saturating_sub(u64::from(bytes));
+            }
+            other => {
+                self.stats.unexpected += 1;
+                tracing::warn!(target: "mac::rx", msg = other.name(), "DP83820 MAC side: message dropped");
+            }
+        }
+    }
+
+    fn rx_end<M: From<MacMsg>>(&mut self, frame: crate::rx::RxFrame, ctx: &mut Ctx<'_, M>) {
+        let seq = self.rx_seq;
+        let len = frame.len() as u64;
+        if !self.rx_whole {
+            ctx.send(
+                self.bus_side,
+                MacMsg::MacRxFrame {
+                    frame: seq,
+                    rx: frame.clone(),
+                }
+                .into(),
+            );
+            self.rx_whole = true;
+        }
+        let status = match self.rx.end(frame, ctx.now()) {
+            Ok(_) if self.rx_fifo_used + len > self.rx_fifo_bytes => {
+                self.stats.rx_overflows += 1;
+                tracing::debug!(target: "mac::rx", seq, used = self.rx_fifo_used, "RX FIFO full: frame dropped");
+                RxEndStatus::Overflow
+            }
+            Ok(_) => {
+                self.stats.rx_good += 1;
+                self.rx_fifo_used += len;
+                self.stats.rx_fifo_peak = self.stats.rx_fifo_peak.max(self.rx_fifo_used);
+                RxEndStatus::Good {
+                    len: u32::try_from(len).unwrap_or(u32::MAX),
+                }
+            }
+            Err(e) => {
+                self.stats.rx_bad += 1;
+                tracing::debug!(target: "mac::rx", seq, error = %e, "bad frame dropped");
+                RxEndStatus::Bad
+            }
+        };
+        ctx.send(
+            self.bus_side,
+            MacMsg::MacRxEnd { frame: seq, status }.into(),
+        );
+    }
+
+    fn tx_data<M: From<MacMsg>>(&mut self, c: TxChunk, ctx: &mut Ctx<'_, M>) {
+        let pos = match self.frames.iter().position(|f| f.seq == c.frame) {
+            Some(p) => p,
+            None if c.offset == 0 => {
+                self.frames.push_back(Assembling {
+                    seq: c.frame,
+                    id: FrameId(self.id_base + c.frame),
+                    msg: c.msg,
+                    len: c.len as usize,
+                    data: Vec::with_capacity(c.len as usize),
+                    since: c.since,
+                    started: false,
+                    given: 0,
+                    ready_at: ctx.now(),
+                });
+                self.frames.len() - 1
+            }
+            None => {
+                // The rest of a frame that already went out (after an underrun).
+                self.stats.unexpected += 1;
+                return;
+            }
+        };
+        if let Some(f) = self.frames.get_mut(pos) {
+            let room = f.len.saturating_sub(f.data.len());
+            f.data.extend_from_slice(&c.data[..room.min(c.data.len())]);
+        }
+        self.tx_advance(ctx);
+    }
+
+    /// The frame's bytes on the wire once all its data is in: pad, FCS.
+    fn wire_bytes(&self, data: &[u8]) -> Vec<u8> {
+        let open = FrameLimits {
+            min_len: 0,
+            max_len: usize::MAX,
+        };
+        if self.txcfg.auto_pad {
+            if let Ok(b) = finish(data.to_vec(), open) {
+                return b;
+            }
+        }
+        let mut b = data.to_vec();
+        if self.txcfg.auto_pad && b.len() < MIN_FRAME_LEN_NO_FCS {
+            b.resize(MIN_FRAME_LEN_NO_FCS, 0);
+        }
+        let crc = fcs(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    fn wire_total(&self, len: usize) -> usize {
+        let padded = if self.txcfg.auto_pad {
+            len.max(MIN_FRAME_LEN_NO_FCS)
+        } else {
+            len
+        };
+        padded + FCS_LEN
+    }
+
+    /// Starts frames whose drain threshold is met, streams bytes of started ones.
+    fn tx_advance<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+        let drain = usize::try_from(self.txcfg.drain.max(1)).unwrap_or(usize::MAX);
+        let now = ctx.now();
+        for i in 0..self.frames.len() {
+            let Some(f) = self.frames.get(i) else {
+                break;
+            };
+            if f.started && f.given >= self.wire_total(f.len) {
+                continue; // every byte is with the transmitter
+            }
+            let whole = f.data.len() >= f.len;
+            let bytes = if whole {
+                self.wire_bytes(&f.data)
+            } else {
+                f.data.clone()
+            };
+            let total = self.wire_total(f.len);
+            let (id, msg, started, given, since) = (f.id, f.msg, f.started, f.given, f.since);
+            if !started {
+                if !(whole || f.data.len() >= drain) {
+                    break; // later frames wait for this one
+                }
+                let prefix = Frame::new(id, msg, bytes.clone());
+                if self.tx.enqueue_partial(prefix, total, ctx).is_err() {
+                    self.stats.tx_refused += 1;
+                }
+                ctx.span(msg, "mac data fetch", since, now);
+                tracing::debug!(target: "mac::tx", id = id.0, have = bytes.len(), total, at = %now, "frame starts");
+            } else if given < bytes.len()
+                && self.tx.extend(id, &bytes[given..], ctx) == Extended::Underrun
+            {
+                tracing::debug!(target: "mac::tx", id = id.0, "bytes came too late");
+            }
+            if let Some(f) = self.frames.get_mut(i) {
+                if !f.started {
+                    f.ready_at = now;
+                }
+                f.started = true;
+                f.given = bytes.len();
+            }
+        }
+    }
+
+    fn tx_wake<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+        let Some(done) = self.tx.wake(ctx) else {
+            return;
+        };
+        let Some(pos) = self.frames.iter().position(|f| f.id == done.frame.id) else {
+            self.stats.unexpected += 1;
+            return;
+        };
+        let Some(f) = self.frames.remove(pos) else {
+            return;
+        };
+        ctx.span(f.msg, "tx fifo wait", f.ready_at, done.start);
+        self.stats.tx_frames += 1;
+        if done.underrun {
+            self.stats.tx_underruns += 1;
+        }
+        tracing::debug!(target: "mac::tx", id = f.id.0, underrun = done.underrun, "frame sent");
+        ctx.send(
+            self.bus_side,
+            MacMsg::MacTxStatus {
+                frame: f.seq,
+                ok: !done.underrun,
+                fifo_bytes: u32::try_from(f.len).unwrap_or(u32::MAX),
+            }
+            .into(),
+        );
+    }
+}
