@@ -15,10 +15,15 @@
 //! | `AttTableRead` / `AttTableWrite` | out, to the table port | host-memory ATT: table DMA |
 //! | `AttTableReadDone` / `AttTableWriteDone` | in, from the table port | their completions |
 //! | `AttSdramDone` | to itself | an SDRAM access has completed (card ATT) |
+//!
+//! VIA protocol engine ([`Engine`](crate::engine::Engine)): it sends `AttRegister`,
+//! `AttDeregister` and `AttTranslate` (with itself as `reply_to`) and receives the
+//! answers, and `Engine` is its own wake-up ([`EngineWake`]).
 
 use crate::att::{
     AccessKind, DeregisterError, Piece, RegionRequest, RegisterError, TableIoError, TranslateError,
 };
+use crate::engine::EngineWake;
 use sim_kernel::{ComponentId, MsgId};
 use via_abi::{MemHandle, ProtectionTag};
 
@@ -129,4 +134,6 @@ pub enum NicMsg {
         /// The access's tag.
         tag: u64,
     },
+    /// The VIA engine's own wake-up.
+    Engine(EngineWake),
 }

@@ -96,6 +96,7 @@ impl SimpleTarget {
             | PciMsg::TransactionDone(_)
             | PciMsg::TargetReadData { .. }
             | PciMsg::TargetAbort { .. }
+            | PciMsg::TargetWriteRetry { .. }
             | PciMsg::CpuWrite { .. }
             | PciMsg::CpuWritePosted { .. }
             | PciMsg::CpuRead { .. }

@@ -192,6 +192,7 @@ impl DmaMaster {
             | PciMsg::TargetRead { .. }
             | PciMsg::TargetReadData { .. }
             | PciMsg::TargetAbort { .. }
+            | PciMsg::TargetWriteRetry { .. }
             | PciMsg::CpuWrite { .. }
             | PciMsg::CpuWritePosted { .. }
             | PciMsg::CpuRead { .. }

@@ -8,6 +8,7 @@
 //!  device target (card BAR, FPGA) <--TargetWrite{addr,data}----------   at the end of a write
 //!                                <--TargetRead{tag,addr,len}--------   at the address phase
 //!                                --TargetReadData{tag,data} / TargetAbort{tag}-->
+//!                                --TargetWriteRetry{start,end,on}--->  back-pressure on writes
 //!  host CPU                      --CpuWrite / CpuRead--------------->  PciBus's host bridge
 //!                                <--CpuWritePosted / CpuReadData-----
 //!  card engine                   --DmaStart(DmaJob)----------------->  DmaMaster
@@ -253,6 +254,24 @@ pub enum PciMsg {
     TargetAbort {
         /// The `TargetRead`'s tag.
         tag: u64,
+    },
+    /// device target -> bus: start (`on`) or stop Retrying write transactions to the
+    /// window `[start, end)` of its range (back-pressure: a posted write cannot be refused
+    /// after its data phase, so a target whose write buffer is full makes the master
+    /// repeat the write, PCI 2.2 §3.3.3.2.2). While a window is on, a write transaction
+    /// whose first data phase would land in it gets STOP# without TRDY# (Retry) in its
+    /// DEVSEL# clock, and one that starts below it is disconnected at its start. The
+    /// decision is taken at each transaction's first data phase with the windows of that
+    /// clock (a message landing at edge `e` counts from clock `e`); a transaction already
+    /// moving data is not cut. `on` adds the window (once), `off` removes exactly that
+    /// window. Retries counted in [`crate::BusStats::write_retry_refusals`].
+    TargetWriteRetry {
+        /// First byte of the window [bus address].
+        start: u64,
+        /// One past the last byte of the window [bus address].
+        end: u64,
+        /// Retry writes to it (`true`) or accept them again (`false`).
+        on: bool,
     },
     /// host CPU -> host bridge: a memory-mapped write to a PCI device (posted).
     CpuWrite {

@@ -63,6 +63,10 @@ pub struct BusStats {
     pub master_aborts: u64,
     /// Target aborts.
     pub target_aborts: u64,
+    /// Write transactions a device target Retried because their first data phase fell in
+    /// one of its write-retry windows (back-pressure, [`crate::PciMsg::TargetWriteRetry`]);
+    /// included in `retries`.
+    pub write_retry_refusals: u64,
     /// Per-master counters, indexed by [`crate::MasterId`].
     pub per_master: Vec<MasterStats>,
 }

@@ -1,8 +1,8 @@
 //! Fast-forward stepping equals per-clock stepping: the same random scenarios (a DMA
 //! master, a raw master and the CPU contending for the bus, host memory and a device
-//! target, short latency timers, slow device reads, both bridge read modes) give the
-//! same messages at the same instants, the same statistics, transaction log, trace and
-//! memory contents.
+//! target, short latency timers, slow device reads, both bridge read modes, write-retry
+//! back-pressure windows on the device) give the same messages at the same instants, the
+//! same statistics, transaction log, trace and memory contents.
 
 mod common;
 
@@ -150,6 +150,31 @@ fn scenario(seed: u64, stepping: Stepping) -> Outcome {
         };
         s.k.post(s.bus, Time(r.below(600_000)), msg);
     }
+    // Back-pressure: a write-retry window on part of the device for a while.
+    if r.below(2) == 0 {
+        let start = DEV + 4 * r.below(1000);
+        let end = start + 4 * (1 + r.below(1000));
+        let on_at = r.below(600_000);
+        let off_at = on_at + 1 + r.below(3_000_000);
+        s.k.post(
+            s.bus,
+            Time(on_at),
+            PciMsg::TargetWriteRetry {
+                start,
+                end,
+                on: true,
+            },
+        );
+        s.k.post(
+            s.bus,
+            Time(off_at),
+            PciMsg::TargetWriteRetry {
+                start,
+                end,
+                on: false,
+            },
+        );
+    }
     s.run();
     let received =
         s.w.nodes
@@ -207,10 +232,12 @@ fn scenarios_cover_every_termination() {
         total.latency_timer_expirations += o.stats.latency_timer_expirations;
         total.transactions += o.stats.transactions;
         total.wait_cycles += o.stats.wait_cycles;
+        total.write_retry_refusals += o.stats.write_retry_refusals;
     }
     assert!(total.retries > 100, "{total:?}");
     assert!(total.disconnects > 50, "{total:?}");
     assert!(total.latency_timer_expirations > 20, "{total:?}");
+    assert!(total.write_retry_refusals > 10, "{total:?}");
 }
 
 #[test]

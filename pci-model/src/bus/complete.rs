@@ -145,6 +145,9 @@ impl PciBus {
                 TenureEnd::Completed => {}
             }
         }
+        if end == TenureEnd::Retry && t.retry_window {
+            self.stats.write_retry_refusals += 1;
+        }
         match end {
             TenureEnd::Retry => self.stats.retries += 1,
             TenureEnd::Disconnect => self.stats.disconnects += 1,

@@ -16,6 +16,7 @@ impl PciBus {
                 self.device_answer(tag, DeviceReply::Data(data))
             }
             PciMsg::TargetAbort { tag } => self.device_answer(tag, DeviceReply::Abort),
+            PciMsg::TargetWriteRetry { start, end, on } => self.set_write_retry(start, end, on),
             PciMsg::CpuWrite {
                 tag,
                 addr,
@@ -48,6 +49,23 @@ impl PciBus {
                 tracing::warn!(target: "pci::bus", ?msg, "not a bus input: dropped");
             }
         }
+    }
+
+    /// Turns a write-retry window on or off (see [`PciMsg::TargetWriteRetry`]).
+    fn set_write_retry(&mut self, start: u64, end: u64, on: bool) {
+        if end <= start {
+            tracing::warn!(target: "pci::bus", start, end, "empty write-retry window ignored");
+            return;
+        }
+        let present = self.write_retry.iter().position(|&w| w == (start, end));
+        match (on, present) {
+            (true, None) => self.write_retry.push((start, end)),
+            (false, Some(i)) => {
+                self.write_retry.remove(i);
+            }
+            (true, Some(_)) | (false, None) => {}
+        }
+        tracing::trace!(target: "pci::bus", start, end, on, "write-retry window");
     }
 
     fn device_answer(&mut self, tag: u64, reply: DeviceReply) {

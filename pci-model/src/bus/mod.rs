@@ -32,7 +32,9 @@
 //!
 //! **Targets.** A device target is another component with a [`TargetProfile`]; the host
 //! bridge is built in (see [`crate::bridge`]). Timing rules are in [`fsm`] and
-//! [`tenure`].
+//! [`tenure`]. A device target applies back-pressure to posted writes with
+//! [`PciMsg::TargetWriteRetry`]: writes into a window it has turned on are Retried at
+//! their first data phase until it turns the window off.
 //!
 //! Not modelled: fast back-to-back transactions, dual-address cycles, I/O and
 //! configuration commands, parity, LOCK#, a master that inserts wait states.
@@ -159,6 +161,8 @@ pub struct PciBus {
     bridge_master: Option<usize>,
     active: Option<Tenure>,
     device_reads: Vec<DeviceRead>,
+    /// Device write-retry windows `[start, end)` that are on (back-pressure).
+    write_retry: Vec<(u64, u64)>,
     next_read_tag: u64,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
@@ -190,6 +194,7 @@ impl PciBus {
             bridge_master: None,
             active: None,
             device_reads: Vec::new(),
+            write_retry: Vec::new(),
             next_read_tag: 1,
             stats: BusStats::default(),
             log: None,
@@ -335,6 +340,13 @@ impl PciBus {
     #[must_use]
     pub fn is_quiescent(&self) -> bool {
         self.idle_quiescent() && self.bridge.as_ref().is_none_or(|b| b.pending_writes() == 0)
+    }
+
+    /// The device write-retry windows `[start, end)` that are on, in the order they were
+    /// turned on (see [`PciMsg::TargetWriteRetry`]).
+    #[must_use]
+    pub fn write_retry_windows(&self) -> &[(u64, u64)] {
+        &self.write_retry
     }
 
     /// Turns the per-transaction log on (clearing it) or off.

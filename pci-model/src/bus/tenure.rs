@@ -19,10 +19,14 @@
 //! - **STOP#** with TRDY# on the target's last word while FRAME# is asserted is a
 //!   disconnect with data; the master then deasserts FRAME# with no data in the next
 //!   clock. STOP# without TRDY# is Retry on the first data phase, disconnect later.
+//! - **Write back-pressure**: a device write whose first data phase would fall in one of
+//!   the target's write-retry windows gets STOP# without TRDY# (Retry) in its DEVSEL#
+//!   clock; one that starts below a window takes no word at or past the window's start
+//!   (disconnect with data). Decided at the first data phase only.
 //! - After the last clock with IRDY# asserted comes one idle clock (turnaround of FRAME#
 //!   and AD, §3.2.4); the next address phase is the clock after at the earliest.
 
-use super::words::{bytes_through, words, words_within};
+use super::words::{align_down, bytes_through, words, words_within};
 use super::{DeviceRead, DeviceReply, PciBus, TargetKind};
 use crate::msg::{Command, PciMsg};
 use crate::params::ReadMode;
@@ -67,6 +71,8 @@ pub(crate) struct Tenure {
     pub stream_ok: bool,
     pub first_data: Option<u64>,
     pub last_data: Option<u64>,
+    /// The target Retried it because of a write-retry window.
+    pub retry_window: bool,
 }
 
 /// The target's answer in one clock.
@@ -180,6 +186,7 @@ impl PciBus {
             stream_ok,
             first_data: None,
             last_data: None,
+            retry_window: false,
         });
         self.stats.transactions += 1;
         if let Some(s) = self.stats.per_master.get_mut(m) {
@@ -386,12 +393,33 @@ impl PciBus {
                         }
                     }
                 } else {
+                    // Back-pressure: decided once per transaction, at its first data
+                    // phase (STOP# with DEVSEL#), from the windows on in this clock.
+                    let first_word = align_down(t.addr, t.w);
+                    if t.limit_words.is_none()
+                        && self
+                            .write_retry
+                            .iter()
+                            .any(|&(s, e)| s < first_word.saturating_add(t.w) && first_word < e)
+                    {
+                        t.retry_window = true;
+                        return Ready::Retry;
+                    }
                     if t.done_words == 0 && c < t.a_clk + 1 + profile.write_wait_states.0 {
                         return Ready::NotYet;
+                    }
+                    if let Some(limit) = t.limit_words {
+                        return Ready::Yes { limit };
                     }
                     let mut lim = range_end;
                     if profile.max_write_burst_bytes > 0 {
                         lim = lim.min(t.addr.saturating_add(profile.max_write_burst_bytes));
+                    }
+                    // A window above the start: disconnect at its first byte.
+                    for &(s, _) in &self.write_retry {
+                        if s > t.addr {
+                            lim = lim.min(s);
+                        }
                     }
                     Ready::Yes {
                         limit: words_within(t.addr, t.end, t.w, lim).max(1),

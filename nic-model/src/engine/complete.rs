@@ -1,0 +1,392 @@
+//! Completion: when a send descriptor is done, the order in which descriptors complete,
+//! the status writes into host descriptors, acknowledgements received, and flushing.
+//!
+//! **When a send completes.** Unreliable VI: when the GEC reports its last frame sent
+//! (`GecTxDone`). Reliable delivery (and reliable reception): when the peer's Ack for the
+//! message's last fragment arrives, or at once with the error bits a Nak carries (e.g.
+//! `RDMA_PROTECTION_ERROR`). There is no retransmission: the modelled link neither loses
+//! nor corrupts frames (back-to-back gigabit Ethernet with a lossless MAC model), so an
+//! Ack only reports the remote engine's verdict. A Nak (or a failed transmission) moves a
+//! reliable VI to `error`.
+//!
+//! **Order.** Descriptors of one work queue complete in posting order (VIA 1.0): a send
+//! that is ready waits for the earlier ones of its VI before its status is written.
+//!
+//! **Status write.** One DMA write into the host descriptor (VIA 1.0 control segment):
+//! a send writes its status word (offset 28: done, error bits, completed operation); a
+//! receive writes length and status (offsets 24..32), and the immediate data before them
+//! (offset 20) when the message carried it. The write goes through the translation made
+//! when the descriptor was fetched; a descriptor flushed without being fetched has its
+//! status word translated first. Span `status write`.
+
+use super::pending::{pages_for, span, span_to, AttFor, DmaFor};
+use super::tx::{SendPhase, STATUS_OFFSET};
+use super::vi::ViState;
+use super::{Engine, EngineMsg};
+use crate::att::{AccessKind, Piece, TranslateError};
+use gige_mac::BufferRam;
+use pci_model::{DmaDone, DmaStatus};
+use sim_kernel::{Ctx, MsgId, Time};
+use via_abi::{CompletedOp, MemHandle, Op, Status};
+
+/// What a status write completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JobKind {
+    /// Send context `ctx`.
+    Send { ctx: u64 },
+    /// Received message `id`.
+    Recv { id: u64 },
+    /// A flushed receive descriptor.
+    Flush,
+}
+
+/// A status write in flight.
+#[derive(Clone, Debug)]
+pub(crate) struct StatusJob {
+    pub msg: MsgId,
+    pub vi: u16,
+    pub kind: JobKind,
+    pub mark: Time,
+    /// VA and handle of the first status byte (flushes translate it first).
+    pub va: u64,
+    pub handle: MemHandle,
+    pub bytes: Vec<u8>,
+}
+
+/// The completed-operation code of a send descriptor's operation.
+pub(crate) fn completed_op(op: Op) -> CompletedOp {
+    match op {
+        Op::RdmaWrite => CompletedOp::RdmaWrite,
+        Op::RdmaRead => CompletedOp::RdmaRead,
+        Op::SendRecv | Op::Reserved => CompletedOp::Send,
+    }
+}
+
+impl Engine {
+    /// Checks whether send context `id` has finished sending (and, reliable, has its
+    /// acknowledgement); if so it becomes ready to complete.
+    pub(crate) fn send_progress<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(s) = self.sends.get_mut(&id) else {
+            return;
+        };
+        let in_data = matches!(s.phase.state(), SendPhase::Data | SendPhase::Completing);
+        if s.ready || s.desc.is_none() || !in_data {
+            return;
+        }
+        let all_out = s.transmitted >= s.assigned && (s.assigned >= s.frags || s.aborted);
+        if !all_out {
+            return;
+        }
+        if s.reliable && !s.aborted && !s.acked && !s.status.is_error() {
+            s.phase.set(SendPhase::Completing, ctx);
+            return;
+        }
+        self.send_ready(id, ctx, ram);
+    }
+
+    /// Send context `id` may complete once the earlier ones of its VI have.
+    pub(crate) fn send_ready<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(s) = self.sends.get_mut(&id) else {
+            return;
+        };
+        s.ready = true;
+        s.phase.set(SendPhase::Completing, ctx);
+        let vi = s.vi;
+        if let Some(v) = self.vi_mut(vi) {
+            if v.tx_active == Some(id) {
+                v.tx_active = None;
+            }
+        }
+        self.complete_in_order(vi, ctx);
+        self.kick_doorbells(ctx, ram);
+    }
+
+    /// Send context `id` cannot be completed: its descriptor is unreachable.
+    pub(crate) fn send_unreachable<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        self.stats.descriptors_unreachable += 1;
+        if let Some(s) = self.sends.get_mut(&id) {
+            s.unreachable = true;
+        }
+        self.send_ready(id, ctx, ram);
+    }
+
+    /// Writes the status of the ready sends at the head of VI `vi`'s order.
+    fn complete_in_order<M: EngineMsg>(&mut self, vi: u16, ctx: &mut Ctx<'_, M>) {
+        loop {
+            let Some(&id) = self.vi_ref(vi).and_then(|v| v.send_order.front()) else {
+                return;
+            };
+            let Some(s) = self.sends.get_mut(&id) else {
+                if let Some(v) = self.vi_mut(vi) {
+                    v.send_order.pop_front();
+                }
+                continue;
+            };
+            if !s.ready {
+                return;
+            }
+            if let Some(v) = self.vis.get_mut(usize::from(vi)).and_then(Option::as_mut) {
+                v.send_order.pop_front();
+            }
+            if s.unreachable {
+                self.sends.remove(&id);
+                continue;
+            }
+            span(ctx, s.msg, "completion order wait", &mut s.mark);
+            s.phase.set(SendPhase::StatusWrite, ctx);
+            let status = (Status::DONE | s.status).with_completed_op(completed_op(s.op));
+            let job = StatusJob {
+                msg: s.msg,
+                vi,
+                kind: JobKind::Send { ctx: id },
+                mark: s.mark,
+                va: s.desc_va.wrapping_add(STATUS_OFFSET),
+                handle: s.desc_handle,
+                bytes: status.bits().to_le_bytes().to_vec(),
+            };
+            let pieces = s.desc_pieces.clone();
+            self.write_status(job, &pieces, STATUS_OFFSET, ctx);
+        }
+    }
+
+    /// Issues the DMA write of `job` through `pieces`, the translation of the descriptor
+    /// from its start (`offset`: of the first status byte in it).
+    pub(crate) fn write_status<M: EngineMsg>(
+        &mut self,
+        job: StatusJob,
+        pieces: &[Piece],
+        offset: u64,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let Some(pages) = pages_for(pieces, offset, job.bytes.len() as u64) else {
+            self.stats.descriptors_unreachable += 1;
+            self.status_done(job, false, ctx);
+            return;
+        };
+        self.next_id += 1;
+        let jid = self.next_id;
+        let bytes = job.bytes.clone();
+        self.status_jobs.insert(jid, job);
+        self.dma_write(ctx, DmaFor::Status { job: jid }, pages, bytes);
+    }
+
+    /// Completes a receive descriptor that was never fetched (flush): translate its
+    /// status word, then write it.
+    pub(crate) fn flush_unfetched<M: EngineMsg>(&mut self, job: StatusJob, ctx: &mut Ctx<'_, M>) {
+        self.next_id += 1;
+        let jid = self.next_id;
+        let (msg, handle, va, len) = (job.msg, job.handle, job.va, job.bytes.len() as u64);
+        let ptag = self.vi_ptag(job.vi);
+        self.status_jobs.insert(jid, job);
+        self.translate(
+            ctx,
+            AttFor::StatusOnly { job: jid },
+            msg,
+            handle,
+            va,
+            len,
+            AccessKind::LocalWrite,
+            ptag,
+        );
+    }
+
+    /// The status word of a flushed descriptor was translated.
+    pub(crate) fn status_translated<M: EngineMsg>(
+        &mut self,
+        jid: u64,
+        result: Result<Vec<Piece>, TranslateError>,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let Some(job) = self.status_jobs.remove(&jid) else {
+            return;
+        };
+        match result {
+            Ok(pieces) => self.write_status(job, &pieces, 0, ctx),
+            Err(_) => {
+                self.stats.descriptors_unreachable += 1;
+                self.status_done(job, false, ctx);
+            }
+        }
+    }
+
+    /// A status DMA write ended.
+    pub(crate) fn status_written<M: EngineMsg>(
+        &mut self,
+        jid: u64,
+        done: &DmaDone,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let Some(job) = self.status_jobs.remove(&jid) else {
+            return;
+        };
+        let ok = done.status == DmaStatus::Ok;
+        if !ok {
+            self.stats.dma_failures += 1;
+            self.stats.descriptors_unreachable += 1;
+        }
+        self.status_done(job, ok, ctx);
+    }
+
+    fn status_done<M: EngineMsg>(
+        &mut self,
+        mut job: StatusJob,
+        written: bool,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        span(ctx, job.msg, "status write", &mut job.mark);
+        if written {
+            self.stats.status_writes += 1;
+        }
+        match job.kind {
+            JobKind::Send { ctx: id } => {
+                let Some(s) = self.sends.remove(&id) else {
+                    return;
+                };
+                let err = s.status.errors();
+                if err.is_error() {
+                    self.stats.send_errors += 1;
+                }
+                tracing::debug!(target: "nic::tx", id = s.id, status = ?s.status, "send complete");
+                if let Some(v) = self.vi_mut(job.vi) {
+                    v.counters.sends_completed += 1;
+                    if err.is_error() {
+                        v.counters.send_errors += 1;
+                        v.counters.last_tx_error = err;
+                    }
+                }
+            }
+            JobKind::Recv { id } => {
+                self.rx_msgs.remove(&id);
+                if let Some(v) = self.vi_mut(job.vi) {
+                    v.counters.recvs_completed += 1;
+                }
+            }
+            JobKind::Flush => {
+                if let Some(v) = self.vi_mut(job.vi) {
+                    v.counters.recvs_completed += 1;
+                }
+            }
+        }
+    }
+
+    /// An Ack (`status` empty) or Nak for fragment `seq` arrived on VI `vi`.
+    pub(crate) fn ack_received<M: EngineMsg>(
+        &mut self,
+        vi: u16,
+        seq: u32,
+        status: Status,
+        arrived: Time,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(v) = self.vi_ref(vi) else {
+            return;
+        };
+        let found = v.send_order.iter().copied().find(|id| {
+            self.sends.get(id).is_some_and(|s| {
+                s.assigned > 0
+                    && !s.ready
+                    && seq >= s.first_seq
+                    && s.last_seq.is_none_or(|l| seq <= l)
+            })
+        });
+        let Some(id) = found else {
+            tracing::warn!(target: "nic::tx", vi, seq, "ack for no message in flight");
+            return;
+        };
+        let nak = status.errors().is_error();
+        if let Some(s) = self.sends.get_mut(&id) {
+            // The wait ends when the ack frame arrives; its header check follows under
+            // the same trace id (recorded by the receive front end).
+            span_to(ctx, s.msg, "ack wait", &mut s.mark, arrived);
+            s.mark = s.mark.max(ctx.now());
+            if nak {
+                s.status |= status.errors();
+                s.aborted = true;
+            } else if s.last_seq == Some(seq) {
+                s.acked = true;
+            }
+        }
+        if nak {
+            if let Some(v) = self.vi_mut(vi) {
+                v.counters.naks_received += 1;
+            }
+            self.send_progress(id, ctx, ram);
+            self.set_vi_state(vi, ViState::Error, ctx, ram);
+        } else {
+            self.send_progress(id, ctx, ram);
+        }
+    }
+
+    /// VI `n` left `connected` or broke: everything pending on it completes with
+    /// `DESCRIPTOR_FLUSHED`.
+    pub(crate) fn flush_vi<M: EngineMsg>(
+        &mut self,
+        n: u16,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        self.flush_recvs(n, ctx);
+        self.abandon_rx(n, Status::FLUSHED, ctx);
+        let ids: Vec<u64> = self
+            .vi_ref(n)
+            .map(|v| v.send_order.iter().copied().collect())
+            .unwrap_or_default();
+        for id in ids {
+            let Some(s) = self.sends.get_mut(&id) else {
+                continue;
+            };
+            if s.ready {
+                continue;
+            }
+            if !s.status.is_error() {
+                s.status |= Status::FLUSHED;
+            }
+            s.flush = true;
+            s.aborted = s.aborted || s.desc.is_some();
+        }
+        let ids: Vec<u64> = self
+            .vi_ref(n)
+            .map(|v| v.send_order.iter().copied().collect())
+            .unwrap_or_default();
+        for id in ids {
+            self.send_progress(id, ctx, ram);
+        }
+    }
+
+    /// Posted receive descriptors of VI `n` complete with `DESCRIPTOR_FLUSHED`.
+    pub(crate) fn flush_recvs<M: EngineMsg>(&mut self, n: u16, ctx: &mut Ctx<'_, M>) {
+        let posted: Vec<_> = self
+            .vi_mut(n)
+            .map(|v| v.recv_queue.drain(..).collect())
+            .unwrap_or_default();
+        for p in posted {
+            let status = (Status::DONE | Status::FLUSHED).with_completed_op(CompletedOp::Receive);
+            let job = StatusJob {
+                msg: p.msg,
+                vi: n,
+                kind: JobKind::Flush,
+                mark: ctx.now(),
+                va: p.va.wrapping_add(STATUS_OFFSET),
+                handle: p.handle,
+                bytes: status.bits().to_le_bytes().to_vec(),
+            };
+            self.flush_unfetched(job, ctx);
+        }
+    }
+}

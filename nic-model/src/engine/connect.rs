@@ -1,0 +1,298 @@
+//! The VI protocol manager's commands (`VI_CMD`, see [`via_abi::bar::ViCmd`]) and the
+//! connection set-up and teardown frames (`ConnectRequest`, `ConnectAccept`,
+//! `ConnectReject`, `Disconnect`), sent through the same TX slots as data.
+//!
+//! | command on `VI_SEL` | needs | does | `VI_RESULT` |
+//! |---|---|---|---|
+//! | Create | no VI, tag != 0, reliability 0..=2 | VI in `idle` with `VI_PTAG`, `VI_ATTR` | Ok / InvalidState / InvalidPtag / InvalidParameter |
+//! | Destroy | `idle` or `error`, no send in flight | VI gone (posted receives flushed) | Ok / InvalidState |
+//! | ConnectRequest | `idle` | request frame to `VI_PEER_MAC_*` with `VI_DISCRIMINATOR` -> `requesting` | Busy, then Ok (accepted, `connected`) / Rejected (`idle`) |
+//! | ConnectWait | `idle` | `listening` on `VI_DISCRIMINATOR`; the first matching request (also one that arrived earlier and was kept) is accepted onto this VI | Busy, then Ok (`connected`) |
+//! | ConnectReject | `listening` | stops listening -> `idle` | Ok / InvalidState |
+//! | Disconnect | any state | disconnect frame to the peer if connected -> `idle` (flush) | Ok |
+//!
+//! A request arriving while no VI listens on its discriminator is kept (at most
+//! `max_pending_connects`, else rejected) until a ConnectWait matches it. A listener
+//! whose reliability level differs rejects the request and keeps listening. The peer of
+//! a Disconnect goes to `error` (its connection is broken). `VI_RESULT` of an
+//! asynchronous command changes only while it is still the last command written.
+
+use super::frame::{connect_payload, control, parse_connect, reject};
+use super::txdata::ControlFrame;
+use super::vi::{Vi, ViState};
+use super::{Engine, EngineMsg};
+use gige_mac::BufferRam;
+use sim_kernel::Ctx;
+use via_abi::bar::{CmdResult, Reliability, ViCmd, VI_ATTR_RDMA_WRITE};
+use via_abi::wire_header::{WireHeaderRepr, WireOp};
+use via_abi::{MacAddr, ProtectionTag};
+
+/// A connect request kept until a VI listens on its discriminator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PendingConnect {
+    pub mac: MacAddr,
+    pub vi: u16,
+    pub discriminator: u32,
+    pub reliability: u8,
+}
+
+impl Engine {
+    fn queue_control<M: EngineMsg>(
+        &mut self,
+        dst: MacAddr,
+        hdr: WireHeaderRepr,
+        payload: Vec<u8>,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let msg = self.new_msg();
+        self.tx.control.push_back(ControlFrame {
+            dst,
+            hdr,
+            payload,
+            msg,
+            at: ctx.now(),
+        });
+    }
+
+    fn connect_frame<M: EngineMsg>(
+        &mut self,
+        op: WireOp,
+        dst: MacAddr,
+        dst_vi: u16,
+        src_vi: u16,
+        (disc, byte): (u32, u8),
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let payload = connect_payload(disc, byte);
+        let hdr = control(op, dst_vi, src_vi, payload.len() as u16);
+        self.queue_control(dst, hdr, payload, ctx);
+    }
+
+    /// `VI_CMD` was written.
+    pub(crate) fn vi_command<M: EngineMsg>(
+        &mut self,
+        cmd: ViCmd,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        self.regs.vi_cmd_seq += 1;
+        let seq = self.regs.vi_cmd_seq;
+        let sel = u16::try_from(self.regs.vi_sel)
+            .ok()
+            .filter(|&n| n < self.params.max_vis);
+        let Some(n) = sel else {
+            self.regs.vi_result = match cmd {
+                ViCmd::Unknown(_) => CmdResult::BadCommand,
+                _ => CmdResult::InvalidParameter,
+            };
+            return;
+        };
+        let state = self.vi_ref(n).map(Vi::state);
+        tracing::debug!(target: "nic::vi", vi = n, ?cmd, ?state, "VI command");
+        let result = match (cmd, state) {
+            (ViCmd::Create, Some(_)) => CmdResult::InvalidState,
+            (ViCmd::Create, None) => {
+                let ptag = ProtectionTag(self.regs.vi_ptag as u16);
+                let rel = Reliability::from_raw(self.regs.vi_attr as u8);
+                if ptag == ProtectionTag::NONE || self.regs.vi_ptag > 0xFFFF {
+                    CmdResult::InvalidPtag
+                } else if matches!(rel, Reliability::Unknown(_)) {
+                    CmdResult::InvalidParameter
+                } else {
+                    let rdma = self.regs.vi_attr & VI_ATTR_RDMA_WRITE != 0;
+                    if let Some(slot) = self.vis.get_mut(usize::from(n)) {
+                        *slot = Some(Vi::new(n, ptag, rel, rdma));
+                    }
+                    CmdResult::Ok
+                }
+            }
+            (ViCmd::Destroy, Some(ViState::Idle | ViState::Error)) => {
+                let busy = self
+                    .vi_ref(n)
+                    .is_some_and(|v| !v.send_order.is_empty() || v.rx_cur.is_some());
+                if busy {
+                    CmdResult::InvalidState
+                } else {
+                    self.flush_recvs(n, ctx);
+                    if let Some(slot) = self.vis.get_mut(usize::from(n)) {
+                        *slot = None;
+                    }
+                    CmdResult::Ok
+                }
+            }
+            (
+                ViCmd::Destroy
+                | ViCmd::ConnectRequest
+                | ViCmd::ConnectWait
+                | ViCmd::ConnectReject
+                | ViCmd::Disconnect,
+                None,
+            ) => CmdResult::InvalidState,
+            (ViCmd::Destroy, Some(_)) => CmdResult::InvalidState,
+            (ViCmd::ConnectRequest, Some(ViState::Idle)) => {
+                let lo = self.regs.vi_peer_mac_lo.to_le_bytes();
+                let hi = self.regs.vi_peer_mac_hi.to_le_bytes();
+                let mac = MacAddr([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]);
+                let disc = self.regs.vi_disc;
+                let rel = match self.vi_mut(n) {
+                    Some(v) => {
+                        v.peer_mac = mac;
+                        v.discriminator = disc;
+                        v.connect_cmd = Some(seq);
+                        v.reliability.raw()
+                    }
+                    None => 0,
+                };
+                self.set_vi_state(n, ViState::Requesting, ctx, ram);
+                self.connect_frame(WireOp::ConnectRequest, mac, 0, n, (disc, rel), ctx);
+                CmdResult::Busy
+            }
+            (ViCmd::ConnectWait, Some(ViState::Idle)) => {
+                let disc = self.regs.vi_disc;
+                if let Some(v) = self.vi_mut(n) {
+                    v.discriminator = disc;
+                    v.connect_cmd = Some(seq);
+                }
+                self.set_vi_state(n, ViState::Listening, ctx, ram);
+                self.regs.vi_result = CmdResult::Busy;
+                let kept = self
+                    .pending_connects
+                    .iter()
+                    .position(|p| p.discriminator == disc);
+                if let Some(p) = kept.and_then(|i| self.pending_connects.remove(i)) {
+                    self.offer(n, p, ctx, ram);
+                }
+                return;
+            }
+            (ViCmd::ConnectRequest | ViCmd::ConnectWait, Some(_)) => CmdResult::InvalidState,
+            (ViCmd::ConnectReject, Some(ViState::Listening)) => {
+                self.set_vi_state(n, ViState::Idle, ctx, ram);
+                CmdResult::Ok
+            }
+            (ViCmd::ConnectReject, Some(_)) => CmdResult::InvalidState,
+            (ViCmd::Disconnect, Some(st)) => {
+                if st == ViState::Connected {
+                    if let Some((mac, peer)) = self.vi_ref(n).map(|v| (v.peer_mac, v.peer_vi)) {
+                        let hdr = control(WireOp::Disconnect, peer, n, 0);
+                        self.queue_control(mac, hdr, Vec::new(), ctx);
+                    }
+                }
+                self.set_vi_state(n, ViState::Idle, ctx, ram);
+                CmdResult::Ok
+            }
+            (ViCmd::Unknown(_), _) => CmdResult::BadCommand,
+        };
+        self.regs.vi_result = result;
+    }
+
+    /// Sets `VI_RESULT` for an asynchronous command of VI `n` that has ended.
+    fn connect_result(&mut self, n: u16, result: CmdResult) {
+        let cmd = self.vi_mut(n).and_then(|v| v.connect_cmd.take());
+        if cmd == Some(self.regs.vi_cmd_seq) {
+            self.regs.vi_result = result;
+        }
+    }
+
+    /// Offers request `p` to listening VI `n`: accept, or reject on a reliability
+    /// mismatch (the VI keeps listening).
+    fn offer<M: EngineMsg>(
+        &mut self,
+        n: u16,
+        p: PendingConnect,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(v) = self.vi_mut(n) else {
+            return;
+        };
+        let rel = v.reliability.raw();
+        let disc = v.discriminator;
+        if rel != p.reliability {
+            self.connect_frame(
+                WireOp::ConnectReject,
+                p.mac,
+                p.vi,
+                n,
+                (disc, reject::RELIABILITY),
+                ctx,
+            );
+            return;
+        }
+        v.peer_mac = p.mac;
+        v.peer_vi = p.vi;
+        self.set_vi_state(n, ViState::Connected, ctx, ram);
+        self.connect_result(n, CmdResult::Ok);
+        self.connect_frame(WireOp::ConnectAccept, p.mac, p.vi, n, (disc, rel), ctx);
+    }
+
+    /// A connection-management frame arrived from `src`.
+    pub(crate) fn control_received<M: EngineMsg>(
+        &mut self,
+        h: WireHeaderRepr,
+        src: MacAddr,
+        payload: &[u8],
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let (disc, byte) = parse_connect(payload).unwrap_or((0, 0));
+        match h.op {
+            WireOp::ConnectRequest => {
+                let p = PendingConnect {
+                    mac: src,
+                    vi: h.src_vi,
+                    discriminator: disc,
+                    reliability: byte,
+                };
+                let listener = self
+                    .vis
+                    .iter()
+                    .flatten()
+                    .find(|v| v.state() == ViState::Listening && v.discriminator == disc);
+                if let Some(n) = listener.map(|v| v.num) {
+                    self.offer(n, p, ctx, ram);
+                } else if self.pending_connects.contains(&p) {
+                    // A repeat of a request already kept.
+                } else if self.pending_connects.len() < self.params.max_pending_connects {
+                    self.pending_connects.push_back(p);
+                } else {
+                    self.connect_frame(
+                        WireOp::ConnectReject,
+                        src,
+                        h.src_vi,
+                        0,
+                        (disc, reject::NO_ROOM),
+                        ctx,
+                    );
+                }
+            }
+            WireOp::ConnectAccept | WireOp::ConnectReject => {
+                let n = h.dst_vi;
+                let ok = self
+                    .vi_ref(n)
+                    .is_some_and(|v| v.state() == ViState::Requesting && v.peer_mac == src);
+                if !ok {
+                    self.stats.rx_not_connected += 1;
+                    return;
+                }
+                if h.op == WireOp::ConnectAccept {
+                    if let Some(v) = self.vi_mut(n) {
+                        v.peer_vi = h.src_vi;
+                    }
+                    self.set_vi_state(n, ViState::Connected, ctx, ram);
+                    self.connect_result(n, CmdResult::Ok);
+                } else {
+                    self.set_vi_state(n, ViState::Idle, ctx, ram);
+                    self.connect_result(n, CmdResult::Rejected);
+                }
+            }
+            WireOp::Disconnect => {
+                if self.is_peer(h.dst_vi, src, h.src_vi) {
+                    self.set_vi_state(h.dst_vi, ViState::Error, ctx, ram);
+                } else {
+                    self.stats.rx_not_connected += 1;
+                }
+            }
+            WireOp::Send | WireOp::RdmaWrite | WireOp::Ack | WireOp::Unknown(_) => {}
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! The doorbell unit: per-VI doorbell windows in BAR0 (a 16-byte
+//! [`Doorbell`](via_abi::Doorbell) record each; writing its last dword rings it), the
+//! bounded doorbell FIFO, and the dispatcher that hands each doorbell to the VI's
+//! receive queue or starts a send context.
+//!
+//! **Back-pressure.** A posted PCI write cannot be refused once its data phase is over,
+//! so the card refuses doorbell writes *before* they happen: when the FIFO holds
+//! `depth - skid` doorbells it asks the bus to Retry every write into the doorbell
+//! windows (`PciMsg::TargetWriteRetry`, on), and lets them in again (off) once it has
+//! room. The `skid` entries hold the writes that may complete before the Retry takes
+//! effect. A doorbell that still finds the FIFO full is kept (never dropped) and counted
+//! in `doorbell_overruns`, which the tests require to stay 0.
+//!
+//! **Dispatch** (`doorbell` state machine: `idle` / `decoding` / `blocked`): one doorbell
+//! every `doorbell_decode_cycles`. The dispatcher takes the first doorbell that can go:
+//! a receive while its VI's receive queue has room, a send while its VI has no send
+//! context in its front end and fewer than `max_send_contexts` are active. Doorbells of
+//! one VI and queue therefore keep their order. Span `doorbell`: from the ring to the
+//! dispatch.
+
+use super::pending::span;
+use super::vi::{PostedRecv, ViState};
+use super::{Engine, EngineMsg, EngineWake};
+use crate::msg::NicMsg;
+use gige_mac::BufferRam;
+use pci_model::PciMsg;
+use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
+use std::collections::{BTreeMap, VecDeque};
+use via_abi::bar;
+use via_abi::doorbell::{Doorbell, DoorbellRepr, DOORBELL_LEN};
+use via_abi::Queue;
+
+/// States of the doorbell dispatcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DoorbellState {
+    /// Nothing to dispatch.
+    Idle,
+    /// Decoding the next doorbell.
+    Decoding,
+    /// Doorbells wait, none can go yet.
+    Blocked,
+}
+
+impl StateName for DoorbellState {
+    fn name(self) -> &'static str {
+        match self {
+            DoorbellState::Idle => "idle",
+            DoorbellState::Decoding => "decoding",
+            DoorbellState::Blocked => "blocked",
+        }
+    }
+}
+
+/// A rung doorbell.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    /// The VI of the window it was written to.
+    pub vi: u16,
+    pub rec: DoorbellRepr,
+    pub msg: MsgId,
+    pub at: Time,
+}
+
+/// The doorbell unit's state.
+#[derive(Clone, Debug)]
+pub(crate) struct DoorbellUnit {
+    /// Partly written records, by VI.
+    stage: BTreeMap<u16, [u8; DOORBELL_LEN]>,
+    pub fifo: VecDeque<Entry>,
+    pub retry_on: bool,
+    pub fsm: Fsm<DoorbellState>,
+}
+
+impl Default for DoorbellUnit {
+    fn default() -> Self {
+        Self {
+            stage: BTreeMap::new(),
+            fifo: VecDeque::new(),
+            retry_on: false,
+            fsm: Fsm::new("doorbell", DoorbellState::Idle),
+        }
+    }
+}
+
+impl Engine {
+    /// A dword of VI `vi`'s doorbell window was written (`within`: its offset in the
+    /// 16-byte record).
+    pub(crate) fn doorbell_write<M: EngineMsg>(
+        &mut self,
+        vi: u16,
+        within: u64,
+        bytes: [Option<u8>; 4],
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let rec = self.doorbells.stage.entry(vi).or_insert([0; DOORBELL_LEN]);
+        for (k, b) in bytes.iter().enumerate() {
+            if let (Some(v), Some(dst)) = (b, rec.get_mut(within as usize + k)) {
+                *dst = *v;
+            }
+        }
+        if within != (DOORBELL_LEN as u64 - 4) {
+            return;
+        }
+        let raw = *rec;
+        let Ok(repr) = DoorbellRepr::parse(&Doorbell::new_unchecked(&raw[..])) else {
+            return;
+        };
+        self.stats.doorbells += 1;
+        if repr.vi != vi {
+            self.stats.doorbell_vi_mismatch += 1;
+        }
+        let msg = self.new_msg();
+        let fifo = &mut self.doorbells.fifo;
+        if fifo.len() >= self.params.doorbell_fifo_depth {
+            self.stats.doorbell_overruns += 1;
+            tracing::error!(target: "nic::doorbell", vi, "doorbell FIFO overrun: kept, but the skid is too small");
+        }
+        fifo.push_back(Entry {
+            vi,
+            rec: repr,
+            msg,
+            at: ctx.now(),
+        });
+        self.stats.doorbell_fifo_max = self.stats.doorbell_fifo_max.max(fifo.len());
+        tracing::debug!(target: "nic::doorbell", vi, queue = ?repr.queue, va = repr.desc_va, "doorbell");
+        self.backpressure(ctx);
+        self.kick_doorbells(ctx, ram);
+    }
+
+    /// Turns write Retry on the doorbell windows on or off to match the FIFO fill.
+    fn backpressure<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) {
+        let len = self.doorbells.fifo.len();
+        let on = len + self.params.doorbell_skid >= self.params.doorbell_fifo_depth;
+        if on == self.doorbells.retry_on {
+            return;
+        }
+        self.doorbells.retry_on = on;
+        if on {
+            self.stats.doorbell_backpressure += 1;
+        }
+        let start = self.params.bar0_base + bar::DOORBELL_BASE;
+        let end = self.params.bar0_base + bar::BAR0_SIZE;
+        tracing::debug!(target: "nic::doorbell", on, len, "doorbell back-pressure");
+        ctx.send(
+            self.ports.bus,
+            PciMsg::TargetWriteRetry { start, end, on }.into(),
+        );
+    }
+
+    /// Whether doorbell `e` can be dispatched now.
+    fn can_dispatch(&self, e: &Entry) -> bool {
+        let Some(vi) = self.vi_ref(e.vi) else {
+            return true;
+        };
+        match e.rec.queue {
+            Queue::Receive => vi.recv_queue.len() < self.params.recv_queue_depth,
+            Queue::Send | Queue::Unknown(_) => {
+                vi.tx_active.is_none() && self.active_sends() < self.params.max_send_contexts
+            }
+        }
+    }
+
+    /// Starts decoding the next doorbell that can go, if the dispatcher is free.
+    pub(crate) fn kick_doorbells<M: EngineMsg>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        _ram: &mut BufferRam,
+    ) {
+        if self.doorbells.fsm.state() == DoorbellState::Decoding {
+            return;
+        }
+        let ready = self.doorbells.fifo.iter().any(|e| self.can_dispatch(e));
+        let to = match (ready, self.doorbells.fifo.is_empty()) {
+            (true, _) => {
+                ctx.wake_after(
+                    self.params
+                        .doorbell_decode_cycles
+                        .max(sim_kernel::Cycles(1)),
+                    NicMsg::Engine(EngineWake::DoorbellDecoded).into(),
+                );
+                DoorbellState::Decoding
+            }
+            (false, true) => DoorbellState::Idle,
+            (false, false) => DoorbellState::Blocked,
+        };
+        self.doorbells.fsm.set(to, ctx);
+    }
+
+    /// The decode time of a doorbell is over: dispatch the first one that can go.
+    pub(crate) fn doorbell_decoded<M: EngineMsg>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        self.doorbells.fsm.set(DoorbellState::Idle, ctx);
+        let pos = self
+            .doorbells
+            .fifo
+            .iter()
+            .position(|e| self.can_dispatch(e));
+        if let Some(e) = pos.and_then(|i| self.doorbells.fifo.remove(i)) {
+            self.backpressure(ctx);
+            self.dispatch(e, ctx, ram);
+        }
+        self.kick_doorbells(ctx, ram);
+    }
+
+    fn dispatch<M: EngineMsg>(&mut self, e: Entry, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let mut mark = e.at;
+        span(ctx, e.msg, "doorbell", &mut mark);
+        let Some(vi) = self.vi_mut(e.vi) else {
+            self.stats.doorbell_no_vi += 1;
+            tracing::warn!(target: "nic::doorbell", vi = e.vi, "doorbell for a VI that does not exist dropped");
+            return;
+        };
+        match e.rec.queue {
+            Queue::Receive => {
+                let flushed = vi.state() == ViState::Error;
+                vi.recv_queue.push_back(PostedRecv {
+                    va: e.rec.desc_va,
+                    handle: e.rec.desc_handle,
+                    msg: e.msg,
+                    at: mark,
+                });
+                if flushed {
+                    self.flush_recvs(e.vi, ctx);
+                }
+            }
+            Queue::Send => self.start_send(e, mark, false, ctx, ram),
+            Queue::Unknown(_) => {
+                self.stats.doorbell_bad_queue += 1;
+                self.start_send(e, mark, true, ctx, ram);
+            }
+        }
+    }
+}

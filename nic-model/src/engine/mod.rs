@@ -1,0 +1,360 @@
+//! The VIA protocol engine of the HVIA-GE FPGA ([`Engine`]): the card's BAR0 target
+//! (registers, ATT registration mailbox, doorbells), the VI protocol manager, the send
+//! and receive paths with their Send/Recv FIFOs and TX/RX buffers, and completion.
+//!
+//! ```text
+//!             system PCI bus (PciMsg)                      ATT manager (NicMsg)
+//!  TargetWrite/TargetRead |  ^ TargetReadData,                 ^ AttTranslate / AttRegister
+//!                         v  | TargetWriteRetry                | AttTranslated / AttRegistered
+//!  +----------------------------------------------------------------------------------+
+//!  | regs: ATT mailbox, VI_CMD --> connect (VI protocol manager, vi table)             |
+//!  | doorbell windows --> doorbell FIFO (back-pressure) --> dispatch                   |
+//!  |   send: tx (descriptor translate/read/decode, buffer translate)                   |
+//!  |         txdata/txmove: payload DMA -> Send FIFO -> (1 word/clk) -> TX slot -> GEC |
+//!  |         complete: TxDone / Ack / Nak -> status write (in order per VI)            |
+//!  |   recv: posted on the VI's receive queue                                          |
+//!  | rx: GEC frame -> header check -> rxdata: RDMA translate | recvdesc: descriptor     |
+//!  |     rxdrain: RX slot -> (1 word/clk) -> Recv FIFO -> DMA write -> status, Ack     |
+//!  +----------------------------------------------------------------------------------+
+//!    DmaStart |  ^ DmaDone (PciMsg)            GecTransmit, GecRxRelease | ^ GecTxDone,
+//!             v  |                                          (MacMsg)     v | GecRxFrame
+//!        DmaMaster (system bus)                                    GEC (buffer RAM shared)
+//! ```
+//!
+//! **Component.** One component in the FPGA core clock domain (`card.core`), with three
+//! handlers, [`Engine::on_pci`], [`Engine::on_nic`] and [`Engine::on_mac`], generic over
+//! the system message type ([`EngineMsg`]), each given the card's buffer RAM
+//! ([`gige_mac::BufferRam`], shared with the GEC). Its own wake-ups are
+//! [`NicMsg::Engine`] variants ([`EngineWake`]). Ports ([`EnginePorts`]): system bus,
+//! DMA master, ATT manager, GEC. Parameters: [`EngineParams`] (each processing time an
+//! explicit, documented assumption). Statistics: [`EngineStats`], per VI [`ViInfo`].
+//!
+//! **Traces.** Spans under one trace id ([`sim_kernel::MsgId`]) per message: the
+//! descriptor's id from its doorbell on the sending card (carried to the GEC in
+//! `GecTransmit`), the id the GEC gives the frame on the receiving card (the sender's,
+//! when the GEC passes it through). Stage names are stable (listed in each file's doc);
+//! spans of one message are contiguous wherever the message waits in the engine.
+//! State machines: `doorbell`, `tx` (one per send descriptor), `tx.mover`, `rx`,
+//! `rx.mover`, `vi` (one per VI). `tracing` targets: `nic::doorbell`, `nic::vi`,
+//! `nic::tx`, `nic::rx`.
+//!
+//! Files:
+//!
+//! | file | owns |
+//! |---|---|
+//! | `params`, `stats` | [`EngineParams`], [`EnginePorts`]; [`EngineStats`], [`ViInfo`] |
+//! | `regs` | BAR0 registers, the ATT registration mailbox |
+//! | `doorbell` | doorbell windows, the doorbell FIFO and its back-pressure, dispatch |
+//! | `vi`, `connect` | the VI table; VI commands and connection frames |
+//! | `tx`, `txcheck` | send front end: descriptor fetch; decode, buffer translation |
+//! | `txdata`, `txmove` | TX slots and fragments; payload DMA, TX mover, handoff, TX done |
+//! | `complete` | send completion (TxDone / Ack / Nak), status writes, flushes |
+//! | `rx`, `rxdata` | receive front end, header check; reassembly, placement plan |
+//! | `recvdesc` | receive descriptors |
+//! | `rxdrain`, `rxerror` | RX buffer -> host memory, message completion; receive errors, Ack/Nak |
+//! | `fifo`, `frame`, `pending` | word movers and FIFO space; frame formats; ATT/DMA bookkeeping |
+
+mod complete;
+mod connect;
+mod doorbell;
+mod fifo;
+pub mod frame;
+mod params;
+mod pending;
+mod recvdesc;
+mod regs;
+mod rx;
+mod rxdata;
+mod rxdrain;
+mod rxerror;
+mod stats;
+mod tx;
+mod txcheck;
+mod txdata;
+mod txmove;
+mod vi;
+
+pub use doorbell::DoorbellState;
+pub use fifo::MoverState;
+pub use params::{EngineParams, EnginePorts, WordStepping};
+pub use rx::RxState;
+pub use stats::{EngineStats, ViCounters, ViInfo};
+pub use tx::SendPhase;
+pub use vi::ViState;
+
+use crate::att::{DeregisterError, RegisterError};
+use crate::msg::NicMsg;
+use gige_mac::{BufferError, BufferLayout, BufferRam, MacMsg};
+use pci_model::PciMsg;
+use pending::{AttFor, DmaFor};
+use sim_kernel::Ctx;
+use std::collections::{BTreeMap, VecDeque};
+use via_abi::bar::CmdResult;
+
+/// The message bounds of the engine's handlers: a system message type that wraps the
+/// three crates' enums.
+pub trait EngineMsg: From<PciMsg> + From<NicMsg> + From<MacMsg> {}
+
+impl<T: From<PciMsg> + From<NicMsg> + From<MacMsg>> EngineMsg for T {}
+
+/// The engine's wake-ups to itself (carried as [`NicMsg::Engine`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EngineWake {
+    /// A doorbell's decode time is over.
+    DoorbellDecoded,
+    /// Send context `ctx`'s descriptor decode time is over.
+    DescriptorDecoded {
+        /// The send context.
+        ctx: u64,
+    },
+    /// The receive descriptor of received message `id` is decoded.
+    RecvDescriptorDecoded {
+        /// The received message.
+        id: u64,
+    },
+    /// The header of the frame in the receive front end has been read and checked.
+    HeaderChecked,
+    /// The TX word mover's scheduled edge (stale generations are ignored).
+    TxMover {
+        /// Generation of the wake-up.
+        gen: u64,
+    },
+    /// The RX word mover's scheduled edge.
+    RxMover {
+        /// Generation of the wake-up.
+        gen: u64,
+    },
+}
+
+/// Why an engine cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// A parameter is out of range.
+    #[error("engine parameter {name}: {why}")]
+    BadParam {
+        /// The parameter.
+        name: &'static str,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// The buffer RAM layout is invalid.
+    #[error("buffer RAM: {0}")]
+    Layout(#[from] BufferError),
+}
+
+/// The VIA protocol engine (see the module doc).
+#[derive(Clone, Debug)]
+pub struct Engine {
+    params: EngineParams,
+    ports: EnginePorts,
+    layout: BufferLayout,
+    stats: EngineStats,
+    next_msg: u64,
+    next_req: u64,
+    next_dma: u64,
+    next_id: u64,
+    att_wait: BTreeMap<u64, AttFor>,
+    dma_wait: BTreeMap<u64, DmaFor>,
+    regs: regs::Regs,
+    doorbells: doorbell::DoorbellUnit,
+    vis: Vec<Option<vi::Vi>>,
+    pending_connects: VecDeque<connect::PendingConnect>,
+    sends: BTreeMap<u64, tx::SendCtx>,
+    tx: txdata::TxPath,
+    status_jobs: BTreeMap<u64, complete::StatusJob>,
+    rx: rx::RxPath,
+    rx_msgs: BTreeMap<u64, rxdata::RxMessage>,
+}
+
+impl Engine {
+    /// An engine with no VIs, wired to `ports`, using the TX/RX slots of `layout` (the
+    /// card's buffer RAM).
+    ///
+    /// # Errors
+    /// Invalid parameters or layout.
+    pub fn new(
+        params: EngineParams,
+        ports: EnginePorts,
+        layout: &BufferLayout,
+    ) -> Result<Self, EngineError> {
+        params.validate()?;
+        layout.validate()?;
+        Ok(Self {
+            vis: vec![None; usize::from(params.max_vis)],
+            tx: txdata::TxPath::new(layout.tx_slots, params.send_fifo_bytes),
+            rx: rx::RxPath::new(params.recv_fifo_bytes),
+            params,
+            ports,
+            layout: layout.clone(),
+            stats: EngineStats::default(),
+            next_msg: 0,
+            next_req: 0,
+            next_dma: 0,
+            next_id: 0,
+            att_wait: BTreeMap::new(),
+            dma_wait: BTreeMap::new(),
+            regs: regs::Regs::default(),
+            doorbells: doorbell::DoorbellUnit::default(),
+            pending_connects: VecDeque::new(),
+            sends: BTreeMap::new(),
+            status_jobs: BTreeMap::new(),
+            rx_msgs: BTreeMap::new(),
+        })
+    }
+
+    /// The parameters.
+    #[must_use]
+    pub fn params(&self) -> &EngineParams {
+        &self.params
+    }
+
+    /// Counters so far (FIFO high-water marks included).
+    #[must_use]
+    pub fn stats(&self) -> EngineStats {
+        let mut s = self.stats.clone();
+        s.send_fifo_max = s.send_fifo_max.max(self.tx.fifo.max);
+        s.recv_fifo_max = s.recv_fifo_max.max(self.rx.fifo.max);
+        s
+    }
+
+    /// A snapshot of VI `n`, if it exists.
+    #[must_use]
+    pub fn vi(&self, n: u16) -> Option<ViInfo> {
+        self.vi_ref(n).map(vi::Vi::info)
+    }
+
+    /// Doorbells waiting in the FIFO.
+    #[must_use]
+    pub fn doorbells_waiting(&self) -> usize {
+        self.doorbells.fifo.len()
+    }
+
+    /// Whether nothing is in flight: no doorbell, descriptor, frame, DMA or translation.
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.doorbells.fifo.is_empty()
+            && self.sends.is_empty()
+            && self.rx.cur.is_none()
+            && self.rx.queue.is_empty()
+            && self.att_wait.is_empty()
+            && self.dma_wait.is_empty()
+            && self.tx.slots.iter().all(Option::is_none)
+            && self.tx.control.is_empty()
+            && self.status_jobs.is_empty()
+    }
+
+    /// Handles a `pci-model` message: BAR accesses from the system bus, DMA completions.
+    pub fn on_pci<M: EngineMsg>(&mut self, msg: PciMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        match msg {
+            PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, ctx, ram),
+            PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, ctx),
+            PciMsg::DmaDone(done) => {
+                let Some(purpose) = self.dma_wait.remove(&done.tag) else {
+                    tracing::warn!(target: "nic::tx", tag = done.tag, "completion of an unknown DMA job");
+                    return;
+                };
+                match purpose {
+                    DmaFor::SendDesc { ctx: id, rest } => {
+                        self.send_desc_read(id, rest, done, ctx, ram)
+                    }
+                    DmaFor::Payload { slot, offset, len } => {
+                        self.payload_read(slot, offset, len, &done, ctx);
+                    }
+                    DmaFor::RecvDesc { id, rest } => self.recv_desc_read(id, rest, &done, ctx, ram),
+                    DmaFor::RxChunk { id, len } => self.rx_chunk_written(id, len, &done, ctx, ram),
+                    DmaFor::Status { job } => self.status_written(job, &done, ctx),
+                }
+            }
+            other => {
+                tracing::warn!(target: "nic::doorbell", ?other, "not an engine input: dropped");
+            }
+        }
+        self.settle(ctx, ram);
+    }
+
+    /// Handles a `nic-model` message: ATT answers and the engine's own wake-ups.
+    pub fn on_nic<M: EngineMsg>(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        match msg {
+            NicMsg::AttTranslated { req, result } => {
+                let Some(purpose) = self.att_wait.remove(&req.0) else {
+                    tracing::warn!(target: "nic::tx", ?req, "answer to an unknown translation");
+                    return;
+                };
+                match purpose {
+                    AttFor::SendDesc { ctx: id, rest } => {
+                        self.send_desc_translated(id, rest, result, ctx, ram)
+                    }
+                    AttFor::SendBuf { ctx: id, seg } => {
+                        self.send_buf_translated(id, seg, result, ctx, ram)
+                    }
+                    AttFor::RecvDesc { id, rest } => {
+                        self.recv_desc_translated(id, rest, result, ctx, ram)
+                    }
+                    AttFor::RecvBuf { id, seg } => {
+                        self.recv_buf_translated(id, seg, result, ctx, ram)
+                    }
+                    AttFor::Remote => self.remote_translated(result, ctx, ram),
+                    AttFor::StatusOnly { job } => self.status_translated(job, result, ctx),
+                }
+            }
+            NicMsg::AttRegistered { req, result } => {
+                self.att_answer(req, result.map(Some).map_err(register_code));
+            }
+            NicMsg::AttDeregistered { req, result } => {
+                self.att_answer(req, result.map(|()| None).map_err(deregister_code));
+            }
+            NicMsg::Engine(wake) => match wake {
+                EngineWake::DoorbellDecoded => self.doorbell_decoded(ctx, ram),
+                EngineWake::DescriptorDecoded { ctx: id } => self.send_decoded(id, ctx, ram),
+                EngineWake::RecvDescriptorDecoded { id } => self.recv_decoded(id, ctx, ram),
+                EngineWake::HeaderChecked => self.header_checked(ctx, ram),
+                EngineWake::TxMover { gen } => self.tx_mover_woken(gen, ctx, ram),
+                EngineWake::RxMover { gen } => self.rx_mover_woken(gen, ctx, ram),
+            },
+            other => {
+                tracing::warn!(target: "nic::doorbell", ?other, "not an engine input: dropped");
+            }
+        }
+        self.settle(ctx, ram);
+    }
+
+    /// Handles a `gige-mac` message from the GEC: transmit completions, received frames.
+    pub fn on_mac<M: EngineMsg>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        match msg {
+            MacMsg::GecTxDone { slot, ok, .. } => self.tx_done(slot, ok, ctx, ram),
+            MacMsg::GecRxFrame { slot, len, msg } => self.rx_frame(slot, len, msg, ctx),
+            // The GEC queues transmits that come before it is ready: nothing to do.
+            MacMsg::GecReady => tracing::debug!(target: "nic::tx", "GEC ready"),
+            other => {
+                tracing::warn!(target: "nic::rx", msg = other.name(), "not an engine input: dropped");
+            }
+        }
+        self.settle(ctx, ram);
+    }
+
+    /// After every message: let every unit make the progress it now can.
+    fn settle<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        self.tx_pump(ctx, ram);
+        self.kick_doorbells(ctx, ram);
+        self.rx_next(ctx);
+    }
+}
+
+/// `ATT_RESULT` of a refused registration.
+fn register_code(e: RegisterError) -> CmdResult {
+    match e {
+        RegisterError::Layout(_) => CmdResult::InvalidParameter,
+        RegisterError::InvalidPtag => CmdResult::InvalidPtag,
+        RegisterError::NoFreeEntry
+        | RegisterError::NoL2Space { .. }
+        | RegisterError::TableWrite(_) => CmdResult::NoResources,
+    }
+}
+
+/// `ATT_RESULT` of a refused deregistration.
+fn deregister_code(e: DeregisterError) -> CmdResult {
+    match e {
+        DeregisterError::InvalidHandle(_) => CmdResult::InvalidState,
+        DeregisterError::TableWrite(_) => CmdResult::NoResources,
+    }
+}

@@ -1,0 +1,183 @@
+//! [`EngineParams`]: every number of the VIA protocol engine, with its unit and source,
+//! and [`EnginePorts`], the components it talks to.
+//!
+//! The HVIA-GE paper publishes the engine's structure (doorbell, ATT manager, RDMA
+//! engine, VI protocol manager; Send/Recv FIFOs and TX/RX buffers moving one word per
+//! clock) but none of its internal latencies or sizes. Every processing time below is
+//! therefore an **assumption**, kept as an explicit cycle count of the FPGA core clock
+//! (`card.core`) so that it can be calibrated against the published 12.5 us one-way
+//! latency later. A 32-bit word path is the paper's ("one word per clock").
+
+use crate::engine::EngineError;
+use sim_kernel::{ComponentId, Cycles};
+use via_abi::bar;
+use via_abi::MacAddr;
+
+/// How the word movers (Send FIFO -> TX buffer, RX buffer -> Recv FIFO) are woken. Both
+/// give identical results (a test proves it); the words move one per core clock either
+/// way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WordStepping {
+    /// One kernel event per core clock while a mover is busy; each moves one word (the
+    /// reference).
+    PerWord,
+    /// One event at the end of each run of words (the edge the per-word stepping would
+    /// reach), moving the whole run.
+    Batched,
+}
+
+/// The components the engine talks to (its ports), given when the system is wired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EnginePorts {
+    /// The system PCI bus: target-read answers and write back-pressure go there.
+    pub bus: ComponentId,
+    /// The card's DMA master on that bus (`pci_model::DmaMaster`).
+    pub dma: ComponentId,
+    /// The ATT manager (`crate::att::AttManager`).
+    pub att: ComponentId,
+    /// The GEC (gigabit Ethernet controller logic in the FPGA): frame handoff and arrival.
+    pub gec: ComponentId,
+}
+
+/// Parameters of the VIA protocol engine. Cycle counts are core-clock cycles
+/// (`card.core`: 33 MHz in the published preset, 30.3 ns each).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineParams {
+    /// First address of the card's BAR0 on the system bus \[bus address\], 64 KB
+    /// ([`bar::BAR0_SIZE`]). Default 0xE000_0000; setting (assigned by the BIOS).
+    pub bar0_base: u64,
+    /// The card's MAC address (source of its frames, `MAC_LO`/`MAC_HI`). Default
+    /// 02:48:56:49:41:01 (locally administered); setting.
+    pub mac: MacAddr,
+    /// VI contexts the card holds \[VIs\], at most [`bar::MAX_VIS`]. Default 64; assumption
+    /// (not published; enough for one process per node with several connections).
+    pub max_vis: u16,
+    /// Entries of the doorbell FIFO \[doorbells\]. Default 16; assumption (not published).
+    pub doorbell_fifo_depth: usize,
+    /// Entries kept free when the card starts Retrying doorbell writes \[doorbells\]: room
+    /// for writes that complete before the Retry takes effect on the bus. With the core
+    /// on the PCI clock none can (the card's retry request reaches the bus one PCI clock
+    /// after it saw a write, before the next posted write's first data phase; a flood
+    /// test with 0 sees no overrun); 1 is a margin for a slower core clock. Default 1;
+    /// assumption (the "almost full" threshold of the FIFO).
+    pub doorbell_skid: usize,
+    /// Cycles to decode one doorbell and dispatch it \[cycles\]. Default 2; assumption.
+    pub doorbell_decode_cycles: Cycles,
+    /// Posted receive descriptors one VI holds before its receive doorbells wait in the
+    /// doorbell FIFO \[descriptors\]. Default 64; assumption.
+    pub recv_queue_depth: usize,
+    /// Send descriptors in flight at once (each on its own VI) \[descriptors\]. Default 4;
+    /// assumption (the paper does not say how many descriptors the engine overlaps).
+    pub max_send_contexts: usize,
+    /// Cycles to decode and check a fetched VI descriptor \[cycles\]. Default 2; assumption.
+    pub descriptor_decode_cycles: Cycles,
+    /// Cycles to assemble the Ethernet + VIA headers of a frame before its first word is
+    /// written into the TX buffer \[cycles\]; the 54 header bytes then take 14 word moves
+    /// like payload. Default 2; assumption.
+    pub header_build_cycles: Cycles,
+    /// Cycles from a frame's last word in the TX buffer to the GEC seeing the handoff
+    /// \[cycles, >= 1\]. Default 1 (a registered handoff strobe); assumption.
+    pub handoff_cycles: Cycles,
+    /// Cycles to compare a received header after its 14 words have been read out of the
+    /// RX buffer (one per clock) \[cycles\]. Default 2; assumption.
+    pub header_check_cycles: Cycles,
+    /// Wait cycles before the card answers a BAR register read (0: the data is on the
+    /// bus in the clock after the card sees the address) \[PCI clocks\]. Default 0;
+    /// assumption (registers are flip-flops in the FPGA).
+    pub reg_read_wait: Cycles,
+    /// Size of the Send FIFO between the DMA master and the TX buffers \[bytes\]. Default
+    /// 2048 (four 512-byte bursts); assumption (not published).
+    pub send_fifo_bytes: u64,
+    /// Size of the Recv FIFO between the RX buffers and the DMA master \[bytes\]. Default
+    /// 2048; assumption (not published).
+    pub recv_fifo_bytes: u64,
+    /// Largest payload DMA the engine asks the DMA master for at once \[bytes\]. Default
+    /// 512; paper (512-byte DMA bursts).
+    pub dma_chunk_bytes: u64,
+    /// Pages the ATT registration mailbox accepts for one region \[pages\]. Default 65 536
+    /// (256 MB, the host's memory); assumption.
+    pub max_region_pages: usize,
+    /// Connect requests the card keeps while no matching `ConnectWait` is posted
+    /// \[requests\]; more are rejected. Default 8; assumption.
+    pub max_pending_connects: usize,
+    /// First trace id this card hands out; give each card of a system a disjoint range.
+    /// Default 1; setting.
+    pub msg_id_base: u64,
+    /// How the word movers are stepped (no effect on results). Default batched; setting.
+    pub stepping: WordStepping,
+}
+
+impl Default for EngineParams {
+    fn default() -> Self {
+        Self {
+            bar0_base: 0xE000_0000,
+            mac: MacAddr([0x02, 0x48, 0x56, 0x49, 0x41, 0x01]),
+            max_vis: 64,
+            doorbell_fifo_depth: 16,
+            doorbell_skid: 1,
+            doorbell_decode_cycles: Cycles(2),
+            recv_queue_depth: 64,
+            max_send_contexts: 4,
+            descriptor_decode_cycles: Cycles(2),
+            header_build_cycles: Cycles(2),
+            handoff_cycles: Cycles(1),
+            header_check_cycles: Cycles(2),
+            reg_read_wait: Cycles(0),
+            send_fifo_bytes: 2048,
+            recv_fifo_bytes: 2048,
+            dma_chunk_bytes: 512,
+            max_region_pages: 65_536,
+            max_pending_connects: 8,
+            msg_id_base: 1,
+            stepping: WordStepping::Batched,
+        }
+    }
+}
+
+impl EngineParams {
+    /// Checks the ranges.
+    ///
+    /// # Errors
+    /// A zero-sized FIFO, chunk or VI table, more VIs than the doorbell windows address,
+    /// a skid that leaves no room, a FIFO smaller than a word, or a BAR that overflows.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let bad = |name: &'static str, why: &'static str| Err(EngineError::BadParam { name, why });
+        if self.max_vis == 0 || u64::from(self.max_vis) > bar::MAX_VIS {
+            return bad("max_vis", "must be 1..=3840 (the doorbell windows of BAR0)");
+        }
+        if self.doorbell_fifo_depth == 0 || self.doorbell_skid >= self.doorbell_fifo_depth {
+            return bad(
+                "doorbell_fifo_depth",
+                "must be >= 1 and larger than doorbell_skid",
+            );
+        }
+        if self.recv_queue_depth == 0 || self.max_send_contexts == 0 {
+            return bad("recv_queue_depth/max_send_contexts", "must be >= 1");
+        }
+        if self.send_fifo_bytes < 4 || self.recv_fifo_bytes < 4 {
+            return bad("send/recv_fifo_bytes", "must hold at least one 32-bit word");
+        }
+        if self.dma_chunk_bytes == 0 {
+            return bad("dma_chunk_bytes", "must be > 0");
+        }
+        if self.handoff_cycles.0 == 0 {
+            return bad("handoff_cycles", "must be >= 1");
+        }
+        if self.bar0_base.checked_add(bar::BAR0_SIZE).is_none() {
+            return bad("bar0_base", "BAR0 must fit below 2^64");
+        }
+        Ok(())
+    }
+
+    /// Payload DMA chunk for a Send FIFO of this size: never larger than the FIFO.
+    #[must_use]
+    pub(crate) fn tx_chunk(&self) -> u64 {
+        self.dma_chunk_bytes.min(self.send_fifo_bytes)
+    }
+
+    /// Payload DMA chunk for a Recv FIFO of this size.
+    #[must_use]
+    pub(crate) fn rx_chunk(&self) -> u64 {
+        self.dma_chunk_bytes.min(self.recv_fifo_bytes)
+    }
+}

@@ -1,0 +1,212 @@
+//! Requests the engine has outstanding at the ATT manager and the DMA master, what each
+//! answer is for ([`AttFor`], [`DmaFor`]), the helpers that issue them, and the span and
+//! page-list helpers every path uses.
+
+use super::{Engine, EngineMsg};
+use crate::att::{AccessKind, Piece};
+use crate::msg::{NicMsg, ReqId};
+use pci_model::{DmaDirection, DmaJob, PciMsg};
+use sim_kernel::{Ctx, MsgId, Time};
+use via_abi::{MemHandle, ProtectionTag};
+
+/// What an outstanding translation is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AttFor {
+    /// A send descriptor: its first 64 bytes (`rest == false`) or the rest.
+    SendDesc { ctx: u64, rest: bool },
+    /// Data segment `seg` of a send descriptor.
+    SendBuf { ctx: u64, seg: usize },
+    /// A receive descriptor of message `id`: first 64 bytes or the rest.
+    RecvDesc { id: u64, rest: bool },
+    /// Data segment `seg` of the receive descriptor of message `id`.
+    RecvBuf { id: u64, seg: usize },
+    /// The remote range of the RDMA-write frame being received.
+    Remote,
+    /// The status word of a descriptor that is completed without being fetched.
+    StatusOnly { job: u64 },
+}
+
+/// What an outstanding DMA job is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DmaFor {
+    /// Reading a send descriptor (first 64 bytes or the rest).
+    SendDesc { ctx: u64, rest: bool },
+    /// A payload chunk of `len` bytes for TX slot `slot`, to land `offset` bytes into
+    /// the slot.
+    Payload { slot: usize, offset: u64, len: u64 },
+    /// Reading a receive descriptor of message `id`.
+    RecvDesc { id: u64, rest: bool },
+    /// Writing a chunk of received payload of message `id`.
+    RxChunk { id: u64, len: u64 },
+    /// Writing a descriptor's status.
+    Status { job: u64 },
+}
+
+impl Engine {
+    /// Asks the ATT manager to translate; the answer comes back as `AttTranslated`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn translate<M: EngineMsg>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        purpose: AttFor,
+        msg: MsgId,
+        handle: MemHandle,
+        va: u64,
+        len: u64,
+        access: AccessKind,
+        ptag: ProtectionTag,
+    ) {
+        self.next_req += 1;
+        let req = ReqId(self.next_req);
+        self.att_wait.insert(req.0, purpose);
+        let me = ctx.me();
+        ctx.send(
+            self.ports.att,
+            NicMsg::AttTranslate {
+                req,
+                msg,
+                handle,
+                va,
+                len,
+                access,
+                ptag,
+                reply_to: me,
+            }
+            .into(),
+        );
+    }
+
+    /// Starts a DMA read of `len` bytes from the ATT-style page list `pages`.
+    pub(crate) fn dma_read<M: EngineMsg>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        purpose: DmaFor,
+        pages: Vec<u64>,
+        len: u64,
+    ) {
+        self.dma(ctx, purpose, pages, DmaDirection::Read { len });
+    }
+
+    /// Starts a DMA write of `data` to the ATT-style page list `pages`.
+    pub(crate) fn dma_write<M: EngineMsg>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        purpose: DmaFor,
+        pages: Vec<u64>,
+        data: Vec<u8>,
+    ) {
+        self.dma(ctx, purpose, pages, DmaDirection::Write { data });
+    }
+
+    fn dma<M: EngineMsg>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        purpose: DmaFor,
+        pages: Vec<u64>,
+        direction: DmaDirection,
+    ) {
+        self.next_dma += 1;
+        let tag = self.next_dma;
+        self.dma_wait.insert(tag, purpose);
+        let me = ctx.me();
+        ctx.send(
+            self.ports.dma,
+            PciMsg::DmaStart(DmaJob {
+                tag,
+                reply_to: me,
+                direction,
+                pages,
+            })
+            .into(),
+        );
+    }
+
+    /// A fresh trace id.
+    pub(crate) fn new_msg(&mut self) -> MsgId {
+        let id = MsgId(self.params.msg_id_base.saturating_add(self.next_msg));
+        self.next_msg += 1;
+        id
+    }
+}
+
+/// Records the span `[*mark, now)` of `stage` for `msg` (nothing if empty) and moves the
+/// mark to now: spans recorded through one mark are contiguous.
+pub(crate) fn span<M>(ctx: &mut Ctx<'_, M>, msg: MsgId, stage: &'static str, mark: &mut Time) {
+    let now = ctx.now();
+    span_to(ctx, msg, stage, mark, now);
+}
+
+/// Records the span `[*mark, end)` and moves the mark to `end` (e.g. the edge a message
+/// sent now lands at another component).
+pub(crate) fn span_to<M>(
+    ctx: &mut Ctx<'_, M>,
+    msg: MsgId,
+    stage: &'static str,
+    mark: &mut Time,
+    end: Time,
+) {
+    if end > *mark {
+        ctx.span(msg, stage, *mark, end);
+        *mark = end;
+    }
+}
+
+/// The ATT-style page list (entry 0 = physical start, later = page bases) of bytes
+/// `[off, off + len)` of a translated range whose pieces are `pieces` (in VA order,
+/// split at page boundaries). `None` if the bytes are not all inside the pieces.
+pub(crate) fn pages_for(pieces: &[Piece], off: u64, len: u64) -> Option<Vec<u64>> {
+    let end = off.checked_add(len)?;
+    let mut pages = Vec::new();
+    let mut at = 0u64;
+    for p in pieces {
+        let p_end = at.checked_add(u64::from(p.len))?;
+        if pages.is_empty() {
+            if off < p_end {
+                pages.push(p.pa.checked_add(off - at)?);
+            }
+        } else if at < end {
+            pages.push(p.pa);
+        }
+        if p_end >= end && !pages.is_empty() {
+            return Some(pages);
+        }
+        at = p_end;
+    }
+    // A zero-length range at the very end is empty but valid.
+    (len == 0 && off <= at).then(Vec::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_lists_of_sub_ranges() {
+        // 0x1F00..: 256 bytes in the first page, then two whole pages.
+        let pieces = [
+            Piece {
+                pa: 0x5_0F00,
+                len: 256,
+            },
+            Piece {
+                pa: 0x9_0000,
+                len: 4096,
+            },
+            Piece {
+                pa: 0x3_0000,
+                len: 100,
+            },
+        ];
+        assert_eq!(pages_for(&pieces, 0, 10), Some(vec![0x5_0F00]));
+        assert_eq!(pages_for(&pieces, 250, 10), Some(vec![0x5_0FFA, 0x9_0000]));
+        assert_eq!(pages_for(&pieces, 256, 4096), Some(vec![0x9_0000]));
+        assert_eq!(
+            pages_for(&pieces, 300, 4100),
+            Some(vec![0x9_002C, 0x3_0000])
+        );
+        assert_eq!(pages_for(&pieces, 0, 4452).map(|p| p.len()), Some(3));
+        assert_eq!(pages_for(&pieces, 0, 4453), None);
+        assert_eq!(pages_for(&pieces, 4452, 0), Some(vec![]));
+        assert_eq!(pages_for(&pieces, u64::MAX, 2), None);
+    }
+}

@@ -1,0 +1,293 @@
+//! The card's BAR0 as a PCI target ([`via_abi::bar`] is the contract): register reads
+//! and writes, the ATT registration mailbox, and the VI command registers (the commands
+//! themselves are in `connect`). Doorbell-window writes go to `doorbell`.
+//!
+//! A write arrives as `TargetWrite` at the end of its bus transaction and takes effect at
+//! that edge, dword by dword in address order (bytes a write does not cover keep their
+//! value). A read is answered `reg_read_wait` PCI clocks after the card sees its address,
+//! with the register values of that edge. Reads of unknown or write-only offsets return 0;
+//! writes to unknown or read-only offsets are ignored and counted (a PCI target cannot
+//! refuse a decoded write).
+
+use super::{Engine, EngineMsg};
+use crate::att::RegionRequest;
+use crate::msg::{NicMsg, ReqId};
+use gige_mac::BufferRam;
+use pci_model::PciMsg;
+use sim_kernel::{Ctx, Cycles};
+use via_abi::bar::{self, AttCmd, CmdResult, ViCmd};
+use via_abi::{MemAttributes, MemHandle, ProtectionTag};
+
+/// The register file (everything but the doorbell windows).
+#[derive(Clone, Debug)]
+pub(crate) struct Regs {
+    pub att_va: u64,
+    pub att_len: u32,
+    pub att_attr: u32,
+    pub att_pages: Vec<u64>,
+    pub att_pages_overflow: bool,
+    pub att_handle: u32,
+    pub att_result: CmdResult,
+    /// The ATT command waiting for the manager's answer.
+    pub att_req: Option<ReqId>,
+    pub vi_sel: u32,
+    pub vi_ptag: u32,
+    pub vi_attr: u32,
+    pub vi_peer_mac_lo: u32,
+    pub vi_peer_mac_hi: u32,
+    pub vi_disc: u32,
+    pub vi_result: CmdResult,
+    /// Sequence number of the last VI command (asynchronous results check it).
+    pub vi_cmd_seq: u64,
+}
+
+impl Default for Regs {
+    fn default() -> Self {
+        Self {
+            att_va: 0,
+            att_len: 0,
+            att_attr: 0,
+            att_pages: Vec::new(),
+            att_pages_overflow: false,
+            att_handle: 0,
+            att_result: CmdResult::Ok,
+            att_req: None,
+            vi_sel: 0,
+            vi_ptag: 0,
+            vi_attr: 0,
+            vi_peer_mac_lo: 0,
+            vi_peer_mac_hi: 0,
+            vi_disc: 0,
+            vi_result: CmdResult::Ok,
+            vi_cmd_seq: 0,
+        }
+    }
+}
+
+fn merge(old: u32, bytes: [Option<u8>; 4]) -> u32 {
+    let mut b = old.to_le_bytes();
+    for (dst, src) in b.iter_mut().zip(bytes) {
+        if let Some(v) = src {
+            *dst = v;
+        }
+    }
+    u32::from_le_bytes(b)
+}
+
+impl Engine {
+    /// A write transaction to BAR0 has ended: apply it dword by dword.
+    pub(crate) fn target_write<M: EngineMsg>(
+        &mut self,
+        addr: u64,
+        data: &[u8],
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let base = self.params.bar0_base;
+        let mut dword: Option<(u64, [Option<u8>; 4])> = None;
+        for (i, &byte) in data.iter().enumerate() {
+            let Some(off) = addr
+                .checked_add(i as u64)
+                .and_then(|a| a.checked_sub(base))
+                .filter(|&o| o < bar::BAR0_SIZE)
+            else {
+                self.stats.reg_writes_ignored += 1;
+                continue;
+            };
+            let aligned = off & !3;
+            if let Some((cur, _)) = dword {
+                if cur != aligned {
+                    if let Some((o, b)) = dword.take() {
+                        self.write_dword(o, b, ctx, ram);
+                    }
+                }
+            }
+            let entry = dword.get_or_insert((aligned, [None; 4]));
+            if let Some(slot) = entry.1.get_mut((off & 3) as usize) {
+                *slot = Some(byte);
+            }
+        }
+        if let Some((o, b)) = dword {
+            self.write_dword(o, b, ctx, ram);
+        }
+    }
+
+    fn write_dword<M: EngineMsg>(
+        &mut self,
+        off: u64,
+        bytes: [Option<u8>; 4],
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        self.stats.reg_writes += 1;
+        if let Some((vi, within)) = bar::doorbell_at(off) {
+            self.doorbell_write(vi, within, bytes, ctx, ram);
+            return;
+        }
+        let r = &mut self.regs;
+        let v = |old: u32| merge(old, bytes);
+        match off {
+            bar::ATT_VA_LO => {
+                let lo = v(r.att_va as u32);
+                r.att_va = (r.att_va & !0xFFFF_FFFF) | u64::from(lo);
+            }
+            bar::ATT_VA_HI => {
+                let hi = v((r.att_va >> 32) as u32);
+                r.att_va = (r.att_va & 0xFFFF_FFFF) | (u64::from(hi) << 32);
+            }
+            bar::ATT_LEN => r.att_len = v(r.att_len),
+            bar::ATT_ATTR => r.att_attr = v(r.att_attr),
+            bar::ATT_PAGE => {
+                if r.att_pages.len() < self.params.max_region_pages {
+                    r.att_pages.push(u64::from(v(0)));
+                } else {
+                    r.att_pages_overflow = true;
+                }
+            }
+            bar::ATT_HANDLE => r.att_handle = v(r.att_handle),
+            bar::ATT_CMD => {
+                let cmd = AttCmd::from_raw(v(0));
+                self.att_command(cmd, ctx);
+            }
+            bar::VI_SEL => r.vi_sel = v(r.vi_sel),
+            bar::VI_PTAG => r.vi_ptag = v(r.vi_ptag),
+            bar::VI_ATTR => r.vi_attr = v(r.vi_attr),
+            bar::VI_PEER_MAC_LO => r.vi_peer_mac_lo = v(r.vi_peer_mac_lo),
+            bar::VI_PEER_MAC_HI => r.vi_peer_mac_hi = v(r.vi_peer_mac_hi),
+            bar::VI_DISCRIMINATOR => r.vi_disc = v(r.vi_disc),
+            bar::VI_CMD => {
+                let cmd = ViCmd::from_raw(v(0));
+                self.vi_command(cmd, ctx, ram);
+            }
+            _ => {
+                self.stats.reg_writes_ignored += 1;
+                tracing::debug!(target: "nic::doorbell", off, "write to a read-only or unknown register ignored");
+            }
+        }
+    }
+
+    /// The value of the register at `off` (dword aligned) now.
+    fn read_dword(&self, off: u64) -> u32 {
+        let r = &self.regs;
+        let mac = self.params.mac.octets();
+        match off {
+            bar::CARD_ID => bar::CARD_ID_VALUE,
+            bar::CARD_STATUS => 1,
+            bar::MAC_LO => u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]),
+            bar::MAC_HI => u32::from_le_bytes([mac[4], mac[5], 0, 0]),
+            bar::ATT_HANDLE => r.att_handle,
+            bar::ATT_RESULT => r.att_result.raw(),
+            bar::VI_STATE => self.vi_state_code(r.vi_sel).raw(),
+            bar::VI_RESULT => r.vi_result.raw(),
+            bar::VI_PEER_VI => self.vi_peer_code(r.vi_sel),
+            _ => 0,
+        }
+    }
+
+    /// A read transaction to BAR0 has started: answer with the registers of this edge.
+    pub(crate) fn target_read<M: EngineMsg>(
+        &mut self,
+        tag: u64,
+        addr: u64,
+        len: u64,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        self.stats.reg_reads += 1;
+        let base = self.params.bar0_base;
+        let Some(off) = addr.checked_sub(base).filter(|&o| o < bar::BAR0_SIZE) else {
+            ctx.send(self.ports.bus, PciMsg::TargetAbort { tag }.into());
+            return;
+        };
+        let n = len.clamp(1, bar::BAR0_SIZE - off);
+        let mut data = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+        let mut at = off;
+        while (data.len() as u64) < n {
+            let word = self.read_dword(at & !3).to_le_bytes();
+            let from = (at & 3) as usize;
+            let take = (4 - from).min(usize::try_from(n - data.len() as u64).unwrap_or(4));
+            data.extend_from_slice(&word[from..from + take]);
+            at += take as u64;
+        }
+        let wait = Cycles(self.params.reg_read_wait.0.saturating_add(1));
+        ctx.send_after(
+            self.ports.bus,
+            wait,
+            PciMsg::TargetReadData { tag, data }.into(),
+        );
+    }
+
+    /// `ATT_CMD` was written.
+    fn att_command<M: EngineMsg>(&mut self, cmd: AttCmd, ctx: &mut Ctx<'_, M>) {
+        if self.regs.att_req.is_some() {
+            self.stats.cmd_while_busy += 1;
+            tracing::warn!(target: "nic::att", ?cmd, "ATT command while the last one is busy: ignored");
+            return;
+        }
+        let r = &mut self.regs;
+        let pages = std::mem::take(&mut r.att_pages);
+        let overflow = std::mem::replace(&mut r.att_pages_overflow, false);
+        self.next_req += 1;
+        let req = ReqId(self.next_req);
+        let me = ctx.me();
+        match cmd {
+            AttCmd::Register => {
+                if overflow {
+                    r.att_result = CmdResult::InvalidParameter;
+                    return;
+                }
+                let attrs = MemAttributes::from_bits_retain(r.att_attr as u16);
+                let region = RegionRequest {
+                    va: r.att_va,
+                    len: u64::from(r.att_len),
+                    pages,
+                    ptag: ProtectionTag((r.att_attr >> 16) as u16),
+                    enable_rdma_write: attrs.contains(MemAttributes::ENABLE_RDMA_WRITE),
+                    enable_rdma_read: attrs.contains(MemAttributes::ENABLE_RDMA_READ),
+                };
+                r.att_result = CmdResult::Busy;
+                r.att_req = Some(req);
+                ctx.send(
+                    self.ports.att,
+                    NicMsg::AttRegister {
+                        req,
+                        region,
+                        reply_to: me,
+                    }
+                    .into(),
+                );
+            }
+            AttCmd::Deregister => {
+                r.att_result = CmdResult::Busy;
+                r.att_req = Some(req);
+                ctx.send(
+                    self.ports.att,
+                    NicMsg::AttDeregister {
+                        req,
+                        handle: MemHandle(r.att_handle),
+                        reply_to: me,
+                    }
+                    .into(),
+                );
+            }
+            AttCmd::Unknown(_) => r.att_result = CmdResult::BadCommand,
+        }
+    }
+
+    /// The ATT manager answered a registration mailbox command.
+    pub(crate) fn att_answer(&mut self, req: ReqId, result: Result<Option<MemHandle>, CmdResult>) {
+        if self.regs.att_req != Some(req) {
+            tracing::warn!(target: "nic::att", ?req, "ATT answer for no pending command");
+            return;
+        }
+        self.regs.att_req = None;
+        match result {
+            Ok(handle) => {
+                if let Some(h) = handle {
+                    self.regs.att_handle = h.raw();
+                }
+                self.regs.att_result = CmdResult::Ok;
+            }
+            Err(code) => self.regs.att_result = code,
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! The receive path's data placement: per-VI message reassembly, RDMA-write placement,
+//! and the plan of where a frame's payload goes (chunks and host pages).
+//!
+//! Checks of a data frame, in order (after the header check): the destination VI exists
+//! (`rx_no_vi`) and is connected to the frame's source MAC and VI (`rx_not_connected`);
+//! its sequence number is the next expected (`rx_sequence_errors`); it continues its
+//! message: FIRST starts one, any other fragment must have the message's op and length
+//! and start where the previous one ended (`rx_fragment_errors`). A mismatch is counted
+//! and reported, never placed: the frame is dropped and its message fails.
+//!
+//! * **RDMA write**: the VI must accept RDMA writes, then the ATT translates
+//!   `remote_va + frag_offset` for `frag_len` bytes with access `RdmaWrite` and the VI's
+//!   protection tag (bounds, RDMA-write enable, tag: span `remote translate`). A refusal
+//!   writes no byte (`rx_protection_errors`, `RDMA_PROTECTION_ERROR`). No receive
+//!   descriptor, no status write, unless the message carries immediate data: then it
+//!   consumes a receive descriptor whose status reports `RemoteRdmaWrite`.
+//! * **Send**: the first fragment takes the head receive descriptor of the VI (posted by
+//!   receive doorbells; none: `rx_no_descriptor`), which is translated, read (64 bytes,
+//!   more if `seg_count` needs), checked, and whose data segments are translated
+//!   (`LocalWrite`; spans `recv descriptor translate`, `recv descriptor DMA read`, `recv
+//!   descriptor decode`, `recv buffer translate`). A message longer than its buffers is a
+//!   `LENGTH_ERROR`. Fragments are scattered over the data segments in order.
+//!
+//! The payload's way into host memory is in `rxdrain`, the receiver's errors in
+//! `rxerror`, receive descriptors in `recvdesc`.
+
+use super::pending::{pages_for, span, AttFor};
+use super::rx::RxState;
+use super::rxdrain::Chunk;
+use super::tx::DESC_HEAD;
+use super::{Engine, EngineMsg};
+use crate::att::{AccessKind, Piece, TranslateError};
+use gige_mac::BufferRam;
+use sim_kernel::{Ctx, MsgId, Time};
+use via_abi::wire_header::{WireFlags, WireOp};
+use via_abi::{DescriptorRepr, MemHandle, Status};
+
+/// A receive descriptor taken for a message.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RecvDesc {
+    pub va: u64,
+    pub handle: MemHandle,
+    pub pieces: Vec<Piece>,
+    pub bytes: Vec<u8>,
+    pub repr: Option<DescriptorRepr>,
+    pub seg_pieces: Vec<Vec<Piece>>,
+    pub translating: usize,
+    pub status: Status,
+    pub ready: bool,
+}
+
+/// A message being received (or completing).
+#[derive(Clone, Debug)]
+pub(crate) struct RxMessage {
+    pub vi: u16,
+    pub msg: MsgId,
+    pub op: WireOp,
+    pub len: u32,
+    pub next_off: u64,
+    pub immediate: Option<u32>,
+    pub desc: Option<RecvDesc>,
+    pub failed: bool,
+    pub last_seen: bool,
+    pub drained: bool,
+    pub outstanding: u32,
+    pub last_seq: u32,
+    pub reliable: bool,
+    pub mark: Time,
+    pub completed: bool,
+}
+
+impl Engine {
+    /// A data frame passed the header check.
+    pub(crate) fn rx_data<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let Some((h, src, msg)) = self
+            .rx
+            .cur
+            .as_ref()
+            .and_then(|w| Some((w.hdr?, w.src, w.frame.msg)))
+        else {
+            return;
+        };
+        let n = h.dst_vi;
+        if self.vi_ref(n).is_none() {
+            self.stats.rx_no_vi += 1;
+            self.rx_release(ctx);
+            return;
+        }
+        if !self.is_peer(n, src, h.src_vi) {
+            self.stats.rx_not_connected += 1;
+            self.rx_release(ctx);
+            return;
+        }
+        let Some(vi) = self.vi_mut(n) else {
+            return;
+        };
+        if h.seq != vi.rx_seq {
+            vi.counters.rx_sequence_errors += 1;
+            vi.rx_seq = h.seq.wrapping_add(1);
+            self.rx_error(
+                n,
+                h.seq,
+                Status::TRANSPORT_ERROR,
+                Some(Status::TRANSPORT_ERROR),
+                true,
+                ctx,
+                ram,
+            );
+            self.rx_release(ctx);
+            return;
+        }
+        vi.rx_seq = vi.rx_seq.wrapping_add(1);
+        vi.counters.frames_received += 1;
+        let (reliable, cur) = (vi.reliable(), vi.rx_cur);
+        let last = h.flags.contains(WireFlags::LAST);
+        let id = if h.flags.contains(WireFlags::FIRST) {
+            if cur.is_some() {
+                if let Some(v) = self.vi_mut(n) {
+                    v.counters.rx_fragment_errors += 1;
+                }
+                self.abandon_rx(n, Status::TRANSPORT_ERROR, ctx);
+            }
+            self.next_id += 1;
+            let id = self.next_id;
+            self.rx_msgs.insert(
+                id,
+                RxMessage {
+                    vi: n,
+                    msg,
+                    op: h.op,
+                    len: h.msg_len,
+                    next_off: 0,
+                    immediate: h
+                        .flags
+                        .contains(WireFlags::IMMEDIATE)
+                        .then_some(h.immediate),
+                    desc: None,
+                    failed: false,
+                    last_seen: false,
+                    drained: false,
+                    outstanding: 0,
+                    last_seq: h.seq,
+                    reliable,
+                    mark: ctx.now(),
+                    completed: false,
+                },
+            );
+            if let Some(vi) = self.vi_mut(n) {
+                vi.rx_cur = Some(id);
+            }
+            id
+        } else {
+            let cont = cur.filter(|id| {
+                self.rx_msgs.get(id).is_some_and(|m| {
+                    m.op == h.op && m.len == h.msg_len && m.next_off == u64::from(h.frag_offset)
+                })
+            });
+            match cont {
+                Some(id) => id,
+                None => {
+                    if let Some(v) = self.vi_mut(n) {
+                        v.counters.rx_fragment_errors += 1;
+                    }
+                    self.rx_error(
+                        n,
+                        h.seq,
+                        Status::TRANSPORT_ERROR,
+                        Some(Status::TRANSPORT_ERROR),
+                        last,
+                        ctx,
+                        ram,
+                    );
+                    self.rx_release(ctx);
+                    return;
+                }
+            }
+        };
+        let Some(m) = self.rx_msgs.get_mut(&id) else {
+            return;
+        };
+        if m.failed {
+            if let Some(vi) = self.vis.get_mut(usize::from(n)).and_then(Option::as_mut) {
+                vi.counters.rx_dropped_after_error += 1;
+                if last {
+                    vi.rx_cur = None;
+                }
+            }
+            self.rx_check_complete(id, ctx);
+            self.rx_release(ctx);
+            return;
+        }
+        m.next_off += u64::from(h.frag_len);
+        m.last_seq = h.seq;
+        m.last_seen = last;
+        if let Some(w) = self.rx.cur.as_mut() {
+            w.target = Some(id);
+        }
+        self.rx_continue(ctx, ram);
+    }
+
+    /// Takes the frame in the front end to its next step.
+    pub(crate) fn rx_continue<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let Some((h, id)) = self.rx.cur.as_ref().and_then(|w| Some((w.hdr?, w.target?))) else {
+            return;
+        };
+        let Some(m) = self.rx_msgs.get(&id) else {
+            self.rx_release(ctx);
+            return;
+        };
+        if m.failed {
+            self.rx_release(ctx);
+            return;
+        }
+        let (n, msg) = (m.vi, m.msg);
+        let needs_desc = m.op == WireOp::Send || m.immediate.is_some();
+        if needs_desc && m.desc.is_none() {
+            let posted = self.vi_mut(n).and_then(|v| v.recv_queue.pop_front());
+            let Some(p) = posted else {
+                if let Some(v) = self.vi_mut(n) {
+                    v.counters.rx_no_descriptor += 1;
+                }
+                self.rx_error(
+                    n,
+                    h.seq,
+                    Status::REMOTE_DESCRIPTOR_ERROR,
+                    None,
+                    h.flags.contains(WireFlags::LAST),
+                    ctx,
+                    ram,
+                );
+                self.rx_release(ctx);
+                return;
+            };
+            if let Some(m) = self.rx_msgs.get_mut(&id) {
+                m.desc = Some(RecvDesc {
+                    va: p.va,
+                    handle: p.handle,
+                    ..RecvDesc::default()
+                });
+            }
+            self.rx.fsm.set(RxState::Descriptor, ctx);
+            let ptag = self.vi_ptag(n);
+            self.translate(
+                ctx,
+                AttFor::RecvDesc { id, rest: false },
+                msg,
+                p.handle,
+                p.va,
+                DESC_HEAD,
+                AccessKind::LocalRead,
+                ptag,
+            );
+            return;
+        }
+        if h.frag_len == 0 {
+            self.rx_frame_done(ctx, ram);
+            return;
+        }
+        if m.op == WireOp::RdmaWrite {
+            let allowed = self.vi_ref(n).is_some_and(|v| v.rdma_write);
+            let va = h.remote_va.checked_add(u64::from(h.frag_offset));
+            match (allowed, va) {
+                (true, Some(va)) => {
+                    self.rx.fsm.set(RxState::Translate, ctx);
+                    let ptag = self.vi_ptag(n);
+                    self.translate(
+                        ctx,
+                        AttFor::Remote,
+                        msg,
+                        h.remote_handle,
+                        va,
+                        u64::from(h.frag_len),
+                        AccessKind::RdmaWrite,
+                        ptag,
+                    );
+                }
+                _ => self.remote_refused(ctx, ram),
+            }
+            return;
+        }
+        // Send: scatter over the receive descriptor's data segments.
+        let chunk = self.params.rx_chunk();
+        let mut plan = std::collections::VecDeque::new();
+        if let Some(d) = m
+            .desc
+            .as_ref()
+            .and_then(|d| Some((d.repr.as_ref()?, &d.seg_pieces)))
+        {
+            let (repr, pieces) = d;
+            let mut o = u64::from(h.frag_offset);
+            let end = o + u64::from(h.frag_len);
+            let mut seg_start = 0u64;
+            for (i, seg) in repr.data.iter().enumerate() {
+                let seg_end = seg_start + u64::from(seg.length);
+                while o < end && o < seg_end {
+                    let n = chunk.min(end - o).min(seg_end - o);
+                    let pages = pieces
+                        .get(i)
+                        .and_then(|p| pages_for(p, o - seg_start, n))
+                        .unwrap_or_default();
+                    plan.push_back(Chunk {
+                        off: o - u64::from(h.frag_offset),
+                        len: n,
+                        pages,
+                    });
+                    o += n;
+                }
+                seg_start = seg_end;
+            }
+        }
+        self.rx_start_drain(plan, ctx, ram);
+    }
+
+    /// The remote range of an RDMA write was translated (or refused).
+    pub(crate) fn remote_translated<M: EngineMsg>(
+        &mut self,
+        result: Result<Vec<Piece>, TranslateError>,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(id) = self.rx.cur.as_ref().and_then(|w| w.target) else {
+            return;
+        };
+        if self.rx_abandoned(id, ctx) {
+            return;
+        }
+        let Some(w) = self.rx.cur.as_mut() else {
+            return;
+        };
+        span(ctx, w.frame.msg, "remote translate", &mut w.mark);
+        let Ok(pieces) = result else {
+            self.remote_refused(ctx, ram);
+            return;
+        };
+        let len = w.hdr.map_or(0, |h| u64::from(h.frag_len));
+        let chunk = self.params.rx_chunk();
+        let mut plan = std::collections::VecDeque::new();
+        let mut o = 0;
+        while o < len {
+            let n = chunk.min(len - o);
+            plan.push_back(Chunk {
+                off: o,
+                len: n,
+                pages: pages_for(&pieces, o, n).unwrap_or_default(),
+            });
+            o += n;
+        }
+        self.rx_start_drain(plan, ctx, ram);
+    }
+
+    /// An RDMA write was refused (by the VI or the ATT): no byte is written.
+    fn remote_refused<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let Some(h) = self.rx.cur.as_ref().and_then(|w| w.hdr) else {
+            return;
+        };
+        if let Some(v) = self.vi_mut(h.dst_vi) {
+            v.counters.rx_protection_errors += 1;
+        }
+        tracing::debug!(target: "nic::rx", vi = h.dst_vi, va = h.remote_va, "RDMA write refused");
+        let last = h.flags.contains(WireFlags::LAST);
+        self.rx_error(
+            h.dst_vi,
+            h.seq,
+            Status::RDMA_PROTECTION_ERROR,
+            Some(Status::RDMA_PROTECTION_ERROR),
+            last,
+            ctx,
+            ram,
+        );
+        self.rx_release(ctx);
+    }
+}

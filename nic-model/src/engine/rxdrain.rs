@@ -1,0 +1,286 @@
+//! The receive data path: a frame's payload moves RX buffer -> Recv FIFO one word per
+//! core clock (the RX word mover) in chunks of at most `dma_chunk_bytes` that never cross
+//! a data segment (span `rx buffer drain`; a chunk starts only when the Recv FIFO has
+//! room for it), each chunk is then DMA-written to host memory (span `payload DMA
+//! write`, to the last write's completion; its FIFO space is freed then). The RX slot is
+//! released as soon as its last chunk is in the FIFO.
+//!
+//! A message is complete when its last fragment is drained and every write has
+//! completed: a send (or an RDMA write with immediate data) then gets its receive
+//! descriptor's length, status and immediate data written (`status write`); on a
+//! reliable VI the sender gets an Ack.
+
+use super::complete::{JobKind, StatusJob};
+use super::fifo::{cycles_until, Run, RX_MOVER_PRIORITY};
+use super::frame::HEADERS_LEN;
+use super::pending::{span, DmaFor};
+use super::rx::RxState;
+use super::{Engine, EngineMsg, EngineWake};
+use crate::msg::NicMsg;
+use gige_mac::BufferRam;
+use pci_model::{DmaDone, DmaStatus};
+use sim_kernel::Ctx;
+use std::collections::VecDeque;
+use via_abi::descriptor::control_segment;
+use via_abi::wire_header::WireOp;
+use via_abi::{CompletedOp, Status};
+
+/// A chunk of a frame's payload to move and write.
+#[derive(Clone, Debug)]
+pub(crate) struct Chunk {
+    /// Offset in the frame's payload.
+    pub off: u64,
+    pub len: u64,
+    /// Host pages it goes to (ATT layout).
+    pub pages: Vec<u64>,
+}
+
+/// A run of the RX mover: a chunk on its way into the Recv FIFO.
+#[derive(Clone, Debug)]
+pub(crate) struct RxRun {
+    pub src: u64,
+    pub len: u64,
+    pub data: Vec<u8>,
+    pub pages: Vec<u64>,
+    pub msg: u64,
+}
+
+impl Engine {
+    pub(crate) fn rx_start_drain<M: EngineMsg>(
+        &mut self,
+        plan: VecDeque<Chunk>,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        if let Some(w) = self.rx.cur.as_mut() {
+            w.plan = plan;
+        }
+        self.rx.fsm.set(RxState::Drain, ctx);
+        self.rx_drain(ctx, ram);
+    }
+
+    /// Starts moving the planned chunks that fit in the Recv FIFO.
+    pub(crate) fn rx_drain<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        if self.rx.fsm.state() != RxState::Drain {
+            return;
+        }
+        let Some(w) = self.rx.cur.as_mut() else {
+            return;
+        };
+        let (Some(id), Ok(base)) = (w.target, self.layout.rx_buffer(w.frame.slot)) else {
+            return;
+        };
+        let now = ctx.now();
+        while let Some(c) = w.plan.front() {
+            if !self.rx.fifo.reserve(c.len) {
+                break;
+            }
+            let Some(c) = w.plan.pop_front() else {
+                break;
+            };
+            self.stats.recv_fifo_max = self.stats.recv_fifo_max.max(self.rx.fifo.used);
+            w.moving += 1;
+            self.rx.mover.push(Run {
+                bytes: c.len,
+                ready: now,
+                tag: RxRun {
+                    src: base + HEADERS_LEN as u64 + c.off,
+                    len: c.len,
+                    data: Vec::with_capacity(usize::try_from(c.len).unwrap_or(0)),
+                    pages: c.pages,
+                    msg: id,
+                },
+            });
+        }
+        let done = w.plan.is_empty() && w.moving == 0;
+        self.kick_rx_mover(ctx);
+        if done {
+            self.rx_frame_done(ctx, ram);
+        }
+    }
+
+    fn kick_rx_mover<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) {
+        let period = ctx.my_domain().period();
+        self.rx.mover.start_next(ctx.now(), period);
+        if let Some(t) = self.rx.mover.wake_needed(self.params.stepping, period) {
+            let gen = self.rx.mover.gen;
+            let n = cycles_until(ctx.now(), t, period);
+            let wake = NicMsg::Engine(EngineWake::RxMover { gen });
+            ctx.wake_after_with(n, RX_MOVER_PRIORITY, wake.into());
+        }
+        let st = self.rx.mover.state();
+        self.rx.mover_fsm.set(st, ctx);
+    }
+
+    /// The RX mover's wake-up: read the words due, hand finished chunks to the DMA.
+    pub(crate) fn rx_mover_woken<M: EngineMsg>(
+        &mut self,
+        gen: u64,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        if !self.rx.mover.woken(gen) {
+            return;
+        }
+        let period = ctx.my_domain().period();
+        let now = ctx.now();
+        while let Some(p) = self.rx.mover.advance(now, period) {
+            self.stats.rx_words += p.to - p.from;
+            if let Some(a) = self.rx.mover.current_mut() {
+                let run = &mut a.run.tag;
+                let from = (p.from * 4).min(run.len);
+                let to = (p.to * 4).min(run.len);
+                match ram.read_vec(run.src + from, to - from) {
+                    Ok(bytes) => run.data.extend_from_slice(&bytes),
+                    Err(_) => run.data.resize(usize::try_from(to).unwrap_or(0), 0),
+                }
+            }
+            if !p.finished {
+                break;
+            }
+            if let Some(run) = self.rx.mover.take_finished() {
+                let r = run.tag;
+                if let Some(w) = self.rx.cur.as_mut() {
+                    w.moving = w.moving.saturating_sub(1);
+                }
+                if let Some(m) = self.rx_msgs.get_mut(&r.msg) {
+                    m.outstanding += 1;
+                }
+                self.dma_write(
+                    ctx,
+                    DmaFor::RxChunk {
+                        id: r.msg,
+                        len: r.len,
+                    },
+                    r.pages,
+                    r.data,
+                );
+            }
+            self.rx.mover.start_next(now, period);
+        }
+        self.rx_drain(ctx, ram);
+        self.kick_rx_mover(ctx);
+    }
+
+    /// Every chunk of the frame in the front end is in the Recv FIFO: release its slot.
+    pub(crate) fn rx_frame_done<M: EngineMsg>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        _ram: &mut BufferRam,
+    ) {
+        let Some(w) = self.rx.cur.as_mut() else {
+            return;
+        };
+        span(ctx, w.frame.msg, "rx buffer drain", &mut w.mark);
+        if let Some(id) = w.target {
+            let now = ctx.now();
+            if let Some(m) = self.rx_msgs.get_mut(&id) {
+                if m.last_seen {
+                    m.drained = true;
+                    m.mark = now;
+                    let n = m.vi;
+                    if let Some(v) = self.vi_mut(n) {
+                        if v.rx_cur == Some(id) {
+                            v.rx_cur = None;
+                        }
+                    }
+                }
+            }
+            self.rx_check_complete(id, ctx);
+        }
+        self.rx_release(ctx);
+    }
+
+    /// A chunk's DMA write ended.
+    pub(crate) fn rx_chunk_written<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        len: u64,
+        done: &DmaDone,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        self.rx.fifo.release(len);
+        let ok = done.status == DmaStatus::Ok;
+        if let Some(m) = self.rx_msgs.get_mut(&id) {
+            m.outstanding = m.outstanding.saturating_sub(1);
+            if ok {
+                if m.op == WireOp::RdmaWrite {
+                    self.stats.rdma_bytes_placed += len;
+                } else {
+                    self.stats.recv_bytes_placed += len;
+                }
+            } else {
+                self.stats.dma_failures += 1;
+                m.failed = true;
+            }
+        }
+        self.rx_check_complete(id, ctx);
+        self.rx_drain(ctx, ram);
+    }
+
+    /// Completes message `id` once it is drained and its writes are done.
+    pub(crate) fn rx_check_complete<M: EngineMsg>(&mut self, id: u64, ctx: &mut Ctx<'_, M>) {
+        let Some(m) = self.rx_msgs.get_mut(&id) else {
+            return;
+        };
+        if m.outstanding > 0 || m.completed {
+            return;
+        }
+        if m.failed {
+            let n = m.vi;
+            let current = self.vi_ref(n).is_some_and(|v| v.rx_cur == Some(id));
+            if !current {
+                self.rx_msgs.remove(&id);
+            }
+            return;
+        }
+        if !m.drained {
+            return;
+        }
+        m.completed = true;
+        span(ctx, m.msg, "payload DMA write", &mut m.mark);
+        let (n, msg, seq, reliable, mark) = (m.vi, m.msg, m.last_seq, m.reliable, m.mark);
+        if let Some(v) = self.vi_mut(n) {
+            v.counters.messages_received += 1;
+        }
+        if reliable {
+            self.send_ack(n, seq, Status::empty(), msg, ctx);
+        }
+        let Some(m) = self.rx_msgs.get(&id) else {
+            return;
+        };
+        let Some(d) = m.desc.as_ref() else {
+            self.rx_msgs.remove(&id);
+            return;
+        };
+        let op = if m.op == WireOp::RdmaWrite {
+            CompletedOp::RemoteRdmaWrite
+        } else {
+            CompletedOp::Receive
+        };
+        let mut status = Status::DONE.with_completed_op(op);
+        let mut bytes = Vec::with_capacity(12);
+        let offset = match m.immediate {
+            Some(imm) => {
+                status |= Status::IMMEDIATE;
+                bytes.extend_from_slice(&imm.to_le_bytes());
+                control_segment::field::IMMEDIATE.start as u64
+            }
+            None => control_segment::field::LENGTH.start as u64,
+        };
+        bytes.extend_from_slice(&m.len.to_le_bytes());
+        bytes.extend_from_slice(&status.bits().to_le_bytes());
+        let job = StatusJob {
+            msg,
+            vi: n,
+            kind: JobKind::Recv { id },
+            mark,
+            va: d.va.wrapping_add(offset),
+            handle: d.handle,
+            bytes,
+        };
+        let pieces = d.pieces.clone();
+        self.write_status(job, &pieces, offset, ctx);
+    }
+}

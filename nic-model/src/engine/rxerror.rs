@@ -1,0 +1,144 @@
+//! The receiver's errors: a message that fails (sequence or fragment error, refused RDMA
+//! write, missing or bad receive descriptor, a flush) writes no more bytes; its receive
+//! descriptor, if it has one, completes with the local VIA status bit; on a reliable VI
+//! the sender gets a Nak with the error bits (`REMOTE_DESCRIPTOR_ERROR` for a missing or
+//! bad receive descriptor, `RDMA_PROTECTION_ERROR` for a refused RDMA write,
+//! `TRANSPORT_ERROR` for sequence and fragment errors) and the VI enters `error`.
+//! Acks and Naks are control frames (`frame`): `seq` names the fragment, `immediate`
+//! carries the error bits (0 for an Ack).
+
+use super::complete::{JobKind, StatusJob};
+use super::frame::control;
+use super::tx::STATUS_OFFSET;
+use super::txdata::ControlFrame;
+use super::vi::ViState;
+use super::{Engine, EngineMsg};
+use gige_mac::BufferRam;
+use sim_kernel::{Ctx, MsgId};
+use via_abi::wire_header::WireOp;
+use via_abi::{CompletedOp, Status};
+
+impl Engine {
+    /// Message `id` of the frame in the front end failed with `nak` (the error bits the
+    /// sender gets on a reliable VI) and `local` (written into its receive descriptor).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rx_error<M: EngineMsg>(
+        &mut self,
+        n: u16,
+        seq: u32,
+        nak: Status,
+        local: Option<Status>,
+        last: bool,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(vi) = self.vi_mut(n) else {
+            return;
+        };
+        vi.counters.last_rx_error = nak | local.unwrap_or(Status::empty());
+        let (reliable, cur) = (vi.reliable(), vi.rx_cur);
+        let msg = cur
+            .and_then(|id| self.rx_msgs.get(&id))
+            .map_or(MsgId(0), |m| m.msg);
+        if let Some(id) = cur {
+            if last {
+                if let Some(v) = self.vi_mut(n) {
+                    v.rx_cur = None;
+                }
+            }
+            self.fail_message(id, local.unwrap_or(nak), ctx);
+        }
+        if reliable {
+            self.send_ack(n, seq, nak, msg, ctx);
+            self.set_vi_state(n, ViState::Error, ctx, ram);
+        }
+    }
+
+    /// Message `id` failed: its receive descriptor (if fetched) completes with `local`.
+    pub(crate) fn fail_message<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        local: Status,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let Some(m) = self.rx_msgs.get_mut(&id) else {
+            return;
+        };
+        if m.failed {
+            return;
+        }
+        m.failed = true;
+        let n = m.vi;
+        let op = if m.op == WireOp::RdmaWrite {
+            CompletedOp::RemoteRdmaWrite
+        } else {
+            CompletedOp::Receive
+        };
+        let job = m.desc.as_ref().filter(|d| !d.pieces.is_empty()).map(|d| {
+            let status = (Status::DONE | local.errors()).with_completed_op(op);
+            let mut bytes = m.len.to_le_bytes().to_vec();
+            bytes.extend_from_slice(&status.bits().to_le_bytes());
+            (
+                StatusJob {
+                    msg: m.msg,
+                    vi: n,
+                    kind: JobKind::Flush,
+                    mark: ctx.now(),
+                    va: d.va.wrapping_add(STATUS_OFFSET - 4),
+                    handle: d.handle,
+                    bytes,
+                },
+                d.pieces.clone(),
+            )
+        });
+        if let Some((job, pieces)) = job {
+            m.completed = true;
+            self.write_status(job, &pieces, STATUS_OFFSET - 4, ctx);
+        }
+        self.rx_check_complete(id, ctx);
+    }
+
+    /// Abandons the message VI `n` is receiving (a new message started, or the VI left
+    /// `connected`).
+    pub(crate) fn abandon_rx<M: EngineMsg>(
+        &mut self,
+        n: u16,
+        status: Status,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let Some(id) = self.vi_mut(n).and_then(|v| v.rx_cur.take()) else {
+            return;
+        };
+        self.fail_message(id, status, ctx);
+    }
+
+    /// Queues an Ack (`status` empty) or Nak for fragment `seq` to VI `n`'s peer.
+    pub(crate) fn send_ack<M: EngineMsg>(
+        &mut self,
+        n: u16,
+        seq: u32,
+        status: Status,
+        msg: MsgId,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let Some(v) = self.vi_mut(n) else {
+            return;
+        };
+        if status.is_error() {
+            v.counters.naks_sent += 1;
+        } else {
+            v.counters.acks_sent += 1;
+        }
+        let mut hdr = control(WireOp::Ack, v.peer_vi, n, 0);
+        hdr.seq = seq;
+        hdr.immediate = status.errors().bits();
+        let dst = v.peer_mac;
+        self.tx.control.push_back(ControlFrame {
+            dst,
+            hdr,
+            payload: Vec::new(),
+            msg,
+            at: ctx.now(),
+        });
+    }
+}

@@ -1,0 +1,146 @@
+//! Counters of the engine ([`EngineStats`]) and of each VI ([`ViCounters`]), and the
+//! snapshot of one VI the engine exposes ([`ViInfo`]).
+
+use via_abi::bar::{Reliability, ViStateCode};
+use via_abi::{MacAddr, ProtectionTag, Status};
+
+/// Card-wide counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// BAR register writes decoded (dwords).
+    pub reg_writes: u64,
+    /// BAR register reads answered.
+    pub reg_reads: u64,
+    /// Writes to unknown or read-only offsets (ignored, as the bar contract says).
+    pub reg_writes_ignored: u64,
+    /// `ATT_CMD` or `VI_CMD` writes while the previous command was still busy (ignored).
+    pub cmd_while_busy: u64,
+    /// Doorbells rung (records whose last dword was written).
+    pub doorbells: u64,
+    /// Most doorbells waiting in the FIFO at once.
+    pub doorbell_fifo_max: usize,
+    /// Times the doorbell FIFO turned write back-pressure on (the bus then Retries
+    /// doorbell writes; it counts each refusal in `BusStats::write_retry_refusals`).
+    pub doorbell_backpressure: u64,
+    /// Doorbells that arrived with the FIFO already full (the skid was too small). They
+    /// are kept, never dropped; this must stay 0.
+    pub doorbell_overruns: u64,
+    /// Doorbells whose record named another VI than its window (the window's VI is used).
+    pub doorbell_vi_mismatch: u64,
+    /// Doorbells for a VI that does not exist (dropped: no protection tag to complete
+    /// the descriptor with).
+    pub doorbell_no_vi: u64,
+    /// Doorbells with an unknown queue byte (their descriptor completes with a format
+    /// error).
+    pub doorbell_bad_queue: u64,
+    /// Send descriptors taken into processing.
+    pub sends_started: u64,
+    /// Descriptors whose status was written (send, receive, flushed).
+    pub status_writes: u64,
+    /// Send descriptors completed with an error bit.
+    pub send_errors: u64,
+    /// Descriptors that could not be completed: their own address did not translate, or
+    /// a DMA of them failed (no status can be written).
+    pub descriptors_unreachable: u64,
+    /// DMA jobs that ended in a bus error.
+    pub dma_failures: u64,
+    /// Data frames handed to the GEC.
+    pub data_frames_sent: u64,
+    /// Control frames (connect, disconnect, ack, nak) handed to the GEC.
+    pub control_frames_sent: u64,
+    /// Payload bytes handed to the GEC.
+    pub payload_bytes_sent: u64,
+    /// Frames reported failed by the GEC.
+    pub tx_failures: u64,
+    /// Frames received from the GEC.
+    pub rx_frames: u64,
+    /// Received frames not addressed to this card's MAC (dropped).
+    pub rx_not_for_us: u64,
+    /// Received frames with another EtherType (dropped).
+    pub rx_bad_ethertype: u64,
+    /// Received frames whose VIA header is short, of another version or inconsistent.
+    pub rx_malformed: u64,
+    /// Received frames with an operation the engine does not know (dropped).
+    pub rx_bad_op: u64,
+    /// Received frames for a VI that does not exist (dropped).
+    pub rx_no_vi: u64,
+    /// Received frames for a VI from another MAC or VI than its peer, or for a VI that is
+    /// not connected (dropped).
+    pub rx_not_connected: u64,
+    /// RDMA-write payload bytes placed into host memory.
+    pub rdma_bytes_placed: u64,
+    /// Send payload bytes placed into receive buffers.
+    pub recv_bytes_placed: u64,
+    /// Most bytes in the Send FIFO at once (reserved or held).
+    pub send_fifo_max: u64,
+    /// Most bytes in the Recv FIFO at once.
+    pub recv_fifo_max: u64,
+    /// Words moved into TX buffers (headers and payload).
+    pub tx_words: u64,
+    /// Words moved out of RX buffers into the Recv FIFO.
+    pub rx_words: u64,
+}
+
+/// Counters of one VI (kept while it exists).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ViCounters {
+    /// Send descriptors completed (any status).
+    pub sends_completed: u64,
+    /// Of those, with an error bit.
+    pub send_errors: u64,
+    /// Receive descriptors completed (any status).
+    pub recvs_completed: u64,
+    /// Data frames sent.
+    pub frames_sent: u64,
+    /// Data frames received (from the peer, in sequence or not).
+    pub frames_received: u64,
+    /// Messages placed whole (RDMA writes and sends).
+    pub messages_received: u64,
+    /// Incoming RDMA writes refused by the ATT or the VI (no byte written).
+    pub rx_protection_errors: u64,
+    /// Incoming sends with no receive descriptor posted (dropped / Nak'd).
+    pub rx_no_descriptor: u64,
+    /// Incoming sends longer than their receive descriptor's buffers.
+    pub rx_length_errors: u64,
+    /// Frames out of sequence (a gap or a repeat).
+    pub rx_sequence_errors: u64,
+    /// Fragments that did not continue their message (offset or first/last mismatch).
+    pub rx_fragment_errors: u64,
+    /// Receive descriptors that were malformed or did not translate.
+    pub rx_descriptor_errors: u64,
+    /// Frames dropped because the message they belong to had already failed.
+    pub rx_dropped_after_error: u64,
+    /// Acks sent (reliable delivery).
+    pub acks_sent: u64,
+    /// Naks sent (reliable delivery: an error reported to the sender).
+    pub naks_sent: u64,
+    /// Naks received.
+    pub naks_received: u64,
+    /// Error bits of the last receive-side error (0 if none).
+    pub last_rx_error: Status,
+    /// Error bits of the last send completed in error (0 if none).
+    pub last_tx_error: Status,
+}
+
+/// A snapshot of one VI, for tests and reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViInfo {
+    /// VI number.
+    pub vi: u16,
+    /// State, as `VI_STATE` shows it.
+    pub state: ViStateCode,
+    /// Protection tag.
+    pub ptag: ProtectionTag,
+    /// Reliability level.
+    pub reliability: Reliability,
+    /// RDMA write accepted on this VI.
+    pub rdma_write: bool,
+    /// The peer's MAC address (once a connection is requested or accepted).
+    pub peer_mac: MacAddr,
+    /// The peer's VI number (once connected).
+    pub peer_vi: u16,
+    /// Receive descriptors posted and not yet used.
+    pub recv_posted: usize,
+    /// Counters.
+    pub counters: ViCounters,
+}

@@ -1,0 +1,312 @@
+//! The send path's front end: one [`SendCtx`] per posted send descriptor, from its
+//! doorbell to the point where its fragments can be fetched (`txdata`) and, later, its
+//! completion (`complete`).
+//!
+//! ```text
+//!  doorbell -> desc-translate -> desc-read [-> desc-translate/desc-read of the rest]
+//!           -> decode -> buf-translate -> data (fragments, txdata) -> completing
+//!           -> status-write (complete)
+//! ```
+//!
+//! | phase (`tx` state machine) | span | what happens |
+//! |---|---|---|
+//! | `desc-translate` | `descriptor translate` | ATT: descriptor VA, 64 bytes, `LocalRead`, the VI's tag |
+//! | `desc-read` | `descriptor DMA read` | DMA read of 64 bytes; more (translate + read) if `seg_count` needs |
+//! | `decode` | `descriptor decode` | `descriptor_decode_cycles`; format check (`DescriptorRepr::validate`) |
+//! | `buf-translate` | `buffer translate` | ATT: each non-empty data segment, `LocalRead` |
+//! | `data` | (per fragment, see `txdata`) | fragments fetched and handed to the GEC |
+//! | `completing` | `ack wait` (reliable) | waiting for the last `GecTxDone`, or the peer's Ack |
+//! | `status-write` | `status write` | DMA write of the status word (descriptor offset 28) |
+//!
+//! Decode and buffer translation are in `txcheck`. Errors found in the front end complete the descriptor at once with their VIA status
+//! bit: a malformed descriptor `FORMAT_ERROR` (also: not 64-byte aligned, RDMA read,
+//! which HVIA-GE does not implement, an unknown doorbell queue), a data segment that does
+//! not translate `PROTECTION_ERROR`, a VI that is not connected `DESCRIPTOR_FLUSHED`.
+//! A descriptor whose own first 64 bytes do not translate or read cannot be completed
+//! (no status can be written): it is counted in `descriptors_unreachable`.
+
+use super::doorbell::Entry;
+use super::pending::{pages_for, span, AttFor, DmaFor};
+use super::vi::ViState;
+use super::{Engine, EngineMsg, EngineWake};
+use crate::att::{AccessKind, Piece, TranslateError};
+use crate::msg::NicMsg;
+use gige_mac::BufferRam;
+use pci_model::DmaDone;
+use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
+use via_abi::descriptor::{control_segment, descriptor_len, is_descriptor_aligned, ControlSegment};
+use via_abi::{DescriptorRepr, MacAddr, MemHandle, Op, Status};
+
+/// Bytes of a descriptor read first.
+pub(crate) const DESC_HEAD: u64 = 64;
+
+/// Phases of a send context (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SendPhase {
+    /// Translating the descriptor's address.
+    DescTranslate,
+    /// Reading the descriptor.
+    DescRead,
+    /// Decoding and checking it.
+    Decode,
+    /// Translating its data segments.
+    BufTranslate,
+    /// Fragments being fetched and sent.
+    Data,
+    /// Waiting for the last transmission or the acknowledgement.
+    Completing,
+    /// Writing the status.
+    StatusWrite,
+}
+
+impl StateName for SendPhase {
+    fn name(self) -> &'static str {
+        match self {
+            SendPhase::DescTranslate => "desc-translate",
+            SendPhase::DescRead => "desc-read",
+            SendPhase::Decode => "decode",
+            SendPhase::BufTranslate => "buf-translate",
+            SendPhase::Data => "data",
+            SendPhase::Completing => "completing",
+            SendPhase::StatusWrite => "status-write",
+        }
+    }
+}
+
+/// One send descriptor in flight.
+#[derive(Clone, Debug)]
+pub(crate) struct SendCtx {
+    pub id: u64,
+    pub msg: MsgId,
+    pub vi: u16,
+    pub desc_va: u64,
+    pub desc_handle: MemHandle,
+    pub phase: Fsm<SendPhase>,
+    /// End of the last span of the descriptor's front end / completion.
+    pub mark: Time,
+    /// Translation of the descriptor's first 64 bytes.
+    pub desc_pieces: Vec<Piece>,
+    pub desc_bytes: Vec<u8>,
+    pub desc: Option<DescriptorRepr>,
+    /// Translation of each data segment (empty for an empty segment).
+    pub seg_pieces: Vec<Vec<Piece>>,
+    pub translating: usize,
+    /// Error bits so far (and `DESCRIPTOR_FLUSHED`).
+    pub status: Status,
+    pub flush: bool,
+    pub op: Op,
+    /// Message length \[bytes\].
+    pub len: u64,
+    pub frags: u32,
+    /// Fragments given a TX slot / handed over and transmitted.
+    pub assigned: u32,
+    pub transmitted: u32,
+    pub first_seq: u32,
+    pub last_seq: Option<u32>,
+    /// No more fragments will be sent (an error, a Nak).
+    pub aborted: bool,
+    /// The peer acknowledged the last fragment (reliable).
+    pub acked: bool,
+    /// Ready to complete (waiting for its turn in the VI's order).
+    pub ready: bool,
+    /// Its status cannot be written (its own address failed).
+    pub unreachable: bool,
+    pub reliable: bool,
+    pub peer_mac: MacAddr,
+    pub peer_vi: u16,
+    /// Start of the next fragment's first span.
+    pub frag_mark: Time,
+}
+
+impl SendCtx {
+    /// Whether the descriptor is still in the engine's front end (counts against
+    /// `max_send_contexts` and blocks its VI's next send).
+    pub fn in_front(&self) -> bool {
+        !self.ready && !self.aborted && (self.desc.is_none() || self.assigned < self.frags)
+    }
+}
+
+impl Engine {
+    /// Send contexts in their front end.
+    pub(crate) fn active_sends(&self) -> usize {
+        self.sends.values().filter(|s| s.in_front()).count()
+    }
+
+    /// A send doorbell was dispatched: take the descriptor into processing.
+    pub(crate) fn start_send<M: EngineMsg>(
+        &mut self,
+        e: Entry,
+        mark: Time,
+        bad_queue: bool,
+        ctx: &mut Ctx<'_, M>,
+        _ram: &mut BufferRam,
+    ) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let Some(vi) = self.vi_mut(e.vi) else {
+            return;
+        };
+        vi.tx_active = Some(id);
+        vi.send_order.push_back(id);
+        let flush = vi.state() != ViState::Connected;
+        let (ptag, reliable, peer_mac, peer_vi) = (vi.ptag, vi.reliable(), vi.peer_mac, vi.peer_vi);
+        let mut status = Status::empty();
+        if bad_queue || !is_descriptor_aligned(e.rec.desc_va) {
+            status |= Status::FORMAT_ERROR;
+        }
+        self.stats.sends_started += 1;
+        let mut phase = Fsm::new("tx", SendPhase::DescTranslate);
+        phase.set(SendPhase::DescTranslate, ctx);
+        self.sends.insert(
+            id,
+            SendCtx {
+                id,
+                msg: e.msg,
+                vi: e.vi,
+                desc_va: e.rec.desc_va,
+                desc_handle: e.rec.desc_handle,
+                phase,
+                mark,
+                desc_pieces: Vec::new(),
+                desc_bytes: Vec::new(),
+                desc: None,
+                seg_pieces: Vec::new(),
+                translating: 0,
+                status,
+                flush,
+                op: Op::SendRecv,
+                len: 0,
+                frags: 0,
+                assigned: 0,
+                transmitted: 0,
+                first_seq: 0,
+                last_seq: None,
+                aborted: false,
+                acked: false,
+                ready: false,
+                unreachable: false,
+                reliable,
+                peer_mac,
+                peer_vi,
+                frag_mark: mark,
+            },
+        );
+        tracing::debug!(target: "nic::tx", id, vi = e.vi, va = e.rec.desc_va, "send descriptor");
+        self.translate(
+            ctx,
+            AttFor::SendDesc {
+                ctx: id,
+                rest: false,
+            },
+            e.msg,
+            e.rec.desc_handle,
+            e.rec.desc_va,
+            DESC_HEAD,
+            AccessKind::LocalRead,
+            ptag,
+        );
+    }
+
+    /// The ATT answered for a send descriptor (`rest`: its bytes after the first 64).
+    pub(crate) fn send_desc_translated<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        rest: bool,
+        result: Result<Vec<Piece>, TranslateError>,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(s) = self.sends.get_mut(&id) else {
+            return;
+        };
+        span(ctx, s.msg, "descriptor translate", &mut s.mark);
+        let pieces = match result {
+            Ok(p) => p,
+            Err(e) if rest => {
+                s.status |= e.status(AccessKind::LocalRead);
+                self.send_ready(id, ctx, ram);
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(target: "nic::tx", id, %e, "descriptor address does not translate");
+                self.send_unreachable(id, ctx, ram);
+                return;
+            }
+        };
+        let len = if rest {
+            let total = descriptor_len(s.seg_count());
+            total as u64 - DESC_HEAD
+        } else {
+            s.desc_pieces.clone_from(&pieces);
+            DESC_HEAD
+        };
+        s.phase.set(SendPhase::DescRead, ctx);
+        match pages_for(&pieces, 0, len) {
+            Some(pages) => self.dma_read(ctx, DmaFor::SendDesc { ctx: id, rest }, pages, len),
+            None => self.send_unreachable(id, ctx, ram),
+        }
+    }
+
+    /// A DMA read of a send descriptor ended.
+    pub(crate) fn send_desc_read<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        rest: bool,
+        done: DmaDone,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(s) = self.sends.get_mut(&id) else {
+            return;
+        };
+        span(ctx, s.msg, "descriptor DMA read", &mut s.mark);
+        if done.status != pci_model::DmaStatus::Ok {
+            self.stats.dma_failures += 1;
+            if rest {
+                s.status |= Status::PROTECTION_ERROR;
+                self.send_ready(id, ctx, ram);
+            } else {
+                self.send_unreachable(id, ctx, ram);
+            }
+            return;
+        }
+        s.desc_bytes.extend_from_slice(&done.data);
+        let need = descriptor_len(s.seg_count()) as u64;
+        if !rest && need > DESC_HEAD {
+            s.phase.set(SendPhase::DescTranslate, ctx);
+            let (msg, handle, va, vi) = (s.msg, s.desc_handle, s.desc_va, s.vi);
+            let ptag = self.vi_ptag(vi);
+            self.translate(
+                ctx,
+                AttFor::SendDesc {
+                    ctx: id,
+                    rest: true,
+                },
+                msg,
+                handle,
+                va.saturating_add(DESC_HEAD),
+                need - DESC_HEAD,
+                AccessKind::LocalRead,
+                ptag,
+            );
+            return;
+        }
+        s.phase.set(SendPhase::Decode, ctx);
+        ctx.wake_after(
+            self.params
+                .descriptor_decode_cycles
+                .max(sim_kernel::Cycles(1)),
+            NicMsg::Engine(EngineWake::DescriptorDecoded { ctx: id }).into(),
+        );
+    }
+}
+
+impl SendCtx {
+    /// The segment count the descriptor read so far announces.
+    pub fn seg_count(&self) -> u16 {
+        ControlSegment::new_unchecked(&self.desc_bytes[..]).seg_count()
+    }
+}
+
+/// Offset of the status word in a descriptor.
+pub(crate) const STATUS_OFFSET: u64 = control_segment::field::STATUS.start as u64;

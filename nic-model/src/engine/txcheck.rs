@@ -1,0 +1,136 @@
+//! The send front end's second half: the descriptor's decode and format check
+//! (`descriptor decode`, `descriptor_decode_cycles`), then the translation of its data
+//! segments (`buffer translate`, `LocalRead` with the VI's tag), after which the
+//! descriptor's fragments can be fetched (`txdata`). Errors found here complete the
+//! descriptor at once (see `tx`).
+
+use super::pending::{span, AttFor};
+use super::tx::SendPhase;
+use super::{Engine, EngineMsg};
+use crate::att::{AccessKind, Piece, TranslateError};
+use gige_mac::BufferRam;
+use sim_kernel::Ctx;
+use via_abi::wire_header::fragment_count;
+use via_abi::{DescriptorRepr, MemHandle, Op, Status, WorkQueue};
+
+impl Engine {
+    /// The decode time of a send descriptor is over: check it and translate its buffers.
+    pub(crate) fn send_decoded<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let ptag = match self.sends.get(&id) {
+            Some(s) => self.vi_ptag(s.vi),
+            None => return,
+        };
+        let Some(s) = self.sends.get_mut(&id) else {
+            return;
+        };
+        span(ctx, s.msg, "descriptor decode", &mut s.mark);
+        let desc = match DescriptorRepr::parse(&s.desc_bytes[..]) {
+            Ok(d) => d,
+            Err(_) => {
+                s.status |= Status::FORMAT_ERROR;
+                self.send_ready(id, ctx, ram);
+                return;
+            }
+        };
+        if let Err(f) = desc.validate(WorkQueue::Send) {
+            s.status |= f.status();
+        }
+        if desc.control.op() == Op::RdmaRead {
+            s.status |= Status::FORMAT_ERROR;
+        }
+        if s.flush {
+            s.status |= Status::FLUSHED;
+        }
+        s.op = desc.control.op();
+        s.len = u64::from(desc.length);
+        s.frags = fragment_count(desc.length);
+        let segs: Vec<(usize, u64, MemHandle, u32)> = desc
+            .data
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.length > 0)
+            .map(|(i, d)| (i, d.local_va, d.local_handle, d.length))
+            .collect();
+        s.seg_pieces = vec![Vec::new(); desc.data.len()];
+        s.desc = Some(desc);
+        if s.status.is_error() {
+            self.send_ready(id, ctx, ram);
+            return;
+        }
+        s.phase.set(SendPhase::BufTranslate, ctx);
+        s.translating = segs.len();
+        let msg = s.msg;
+        if segs.is_empty() {
+            self.send_buffers_translated(id, ctx, ram);
+            return;
+        }
+        for (i, va, handle, len) in segs {
+            self.translate(
+                ctx,
+                AttFor::SendBuf { ctx: id, seg: i },
+                msg,
+                handle,
+                va,
+                u64::from(len),
+                AccessKind::LocalRead,
+                ptag,
+            );
+        }
+    }
+
+    /// The ATT answered for data segment `seg` of a send descriptor.
+    pub(crate) fn send_buf_translated<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        seg: usize,
+        result: Result<Vec<Piece>, TranslateError>,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(s) = self.sends.get_mut(&id) else {
+            return;
+        };
+        match result {
+            Ok(p) => {
+                if let Some(slot) = s.seg_pieces.get_mut(seg) {
+                    *slot = p;
+                }
+            }
+            Err(e) => s.status |= e.status(AccessKind::LocalRead),
+        }
+        s.translating = s.translating.saturating_sub(1);
+        if s.translating == 0 {
+            self.send_buffers_translated(id, ctx, ram);
+        }
+    }
+
+    fn send_buffers_translated<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let Some(s) = self.sends.get_mut(&id) else {
+            return;
+        };
+        span(ctx, s.msg, "buffer translate", &mut s.mark);
+        if s.status.is_error() {
+            self.send_ready(id, ctx, ram);
+            return;
+        }
+        s.phase.set(SendPhase::Data, ctx);
+        s.frag_mark = s.mark;
+        self.tx_pump(ctx, ram);
+    }
+
+    /// The protection tag of VI `n` (tag 0, which matches nothing, if it is gone).
+    pub(crate) fn vi_ptag(&self, n: u16) -> via_abi::ProtectionTag {
+        self.vi_ref(n)
+            .map_or(via_abi::ProtectionTag::NONE, |v| v.ptag)
+    }
+}

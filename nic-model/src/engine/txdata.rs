@@ -1,0 +1,313 @@
+//! The send path's data part: TX buffer slots, fragment fetch into the Send FIFO, the
+//! word mover into the TX buffer, and the handoff to the GEC.
+//!
+//! (DMA, mover, handoff and completions of slots: `txmove`.)
+//!
+//! ```text
+//!  send ctx (data) --assign slot--> header run (header_build_cycles, 14 words)
+//!                   fetch: DMA read chunks (<= dma_chunk_bytes, <= free Send FIFO)
+//!                   DmaDone --> Send FIFO --one word/clock--> TX buffer slot
+//!  slot filled (header + payload) --ring order--> GecTransmit (handoff_cycles)
+//!  GecTxDone --> slot free; the descriptor's last one --> completion (complete.rs)
+//! ```
+//!
+//! TX slots are given out and handed to the GEC in ring order (0, 1, .., n-1, 0, ..), so
+//! a GEC that maps slot `i` to DP83820 TX descriptor `i` sees its ring filled in order.
+//! Control frames (connect, disconnect, ack, nak) take the next free slot before data.
+//! One fragment is fetched at a time; the next fragment gets its slot as soon as every
+//! DMA of the current one is issued, so fragment `k + 1` is fetched while `k` moves into
+//! its slot or is transmitted (as TX slots allow). Fragments of the send contexts in
+//! their data phase are served round robin (one fragment each), so several VIs' messages
+//! interleave on the wire.
+//!
+//! Spans per data fragment (trace id of its descriptor): `tx slot wait` (from the
+//! previous fragment's last DMA issue, or the buffer translation, to getting a slot),
+//! `payload DMA read` (slot given to the last payload DmaDone, including the wait for
+//! the DMA master), `tx buffer fill` (to the last word in the slot), `frame handoff` (to
+//! the GEC seeing the handoff). Control frames: `control frame build`, `control frame
+//! handoff`.
+
+use super::fifo::{FifoSpace, Mover, MoverState, Run};
+use super::frame::{headers, MAX_FRAGMENT_PAYLOAD};
+use super::pending::span;
+use super::tx::SendPhase;
+use super::{Engine, EngineMsg};
+use gige_mac::BufferRam;
+use sim_kernel::{Ctx, Fsm, MsgId, Time};
+use std::collections::VecDeque;
+use via_abi::wire_header::{WireFlags, WireHeaderRepr, WireOp};
+use via_abi::{Control, MacAddr, MemHandle, Op};
+
+/// What a TX slot holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotKind {
+    /// A fragment of send context `ctx`.
+    Data { ctx: u64 },
+    /// A control frame.
+    Control,
+}
+
+/// A TX buffer slot in use.
+#[derive(Clone, Debug)]
+pub(crate) struct TxSlot {
+    pub msg: MsgId,
+    pub kind: SlotKind,
+    /// Frame length without FCS \[bytes\].
+    pub frame_len: u32,
+    /// Runs queued or moving into the slot.
+    pub runs: u32,
+    /// Payload DMA reads outstanding.
+    pub dmas: u32,
+    /// Every payload DMA issued.
+    pub issued_all: bool,
+    /// A payload DMA failed: the frame goes out with op 0 (dropped by receivers).
+    pub poisoned: bool,
+    pub mark: Time,
+    pub last_dma: Option<Time>,
+    pub handed: bool,
+}
+
+impl TxSlot {
+    pub(crate) fn filled(&self) -> bool {
+        self.issued_all && self.runs == 0 && self.dmas == 0
+    }
+}
+
+/// A run of bytes for the TX buffer.
+#[derive(Clone, Debug)]
+pub(crate) struct TxRun {
+    pub slot: usize,
+    /// Buffer RAM address of its first byte.
+    pub dst: u64,
+    pub data: Vec<u8>,
+    /// Send FIFO bytes it frees when done (0 for headers).
+    pub fifo: u64,
+}
+
+/// The fragment being fetched.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fetch {
+    pub ctx: u64,
+    pub slot: usize,
+    /// Message offset of the next byte to fetch / of the fragment's first byte / end.
+    pub next: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// A control frame waiting for a TX slot.
+#[derive(Clone, Debug)]
+pub(crate) struct ControlFrame {
+    pub dst: MacAddr,
+    pub hdr: WireHeaderRepr,
+    pub payload: Vec<u8>,
+    pub msg: MsgId,
+    pub at: Time,
+}
+
+/// The send data path.
+#[derive(Clone, Debug)]
+pub(crate) struct TxPath {
+    pub slots: Vec<Option<TxSlot>>,
+    pub next_assign: usize,
+    pub next_handoff: usize,
+    pub fifo: FifoSpace,
+    pub fetch: Option<Fetch>,
+    /// Last send context served (round robin).
+    pub rr: u64,
+    pub mover: Mover<TxRun>,
+    pub mover_fsm: Fsm<MoverState>,
+    pub control: VecDeque<ControlFrame>,
+}
+
+impl TxPath {
+    /// A path with `slots` TX slots and a Send FIFO of `fifo` bytes.
+    pub fn new(slots: u16, fifo: u64) -> Self {
+        Self {
+            slots: vec![None; usize::from(slots)],
+            next_assign: 0,
+            next_handoff: 0,
+            fifo: FifoSpace::new(fifo),
+            fetch: None,
+            rr: 0,
+            mover: Mover::default(),
+            mover_fsm: Fsm::new("tx.mover", MoverState::Idle),
+            control: VecDeque::new(),
+        }
+    }
+}
+
+impl Engine {
+    /// Makes whatever progress the send data path can: issue fetches, give out slots.
+    pub(crate) fn tx_pump<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        while self.pump_fetch(ctx) || self.assign_slot(ctx) {}
+        self.kick_tx_mover(ctx, ram);
+        self.try_handoff(ctx, ram);
+    }
+
+    pub(crate) fn slot_addr(&self, slot: usize) -> u64 {
+        u16::try_from(slot)
+            .ok()
+            .and_then(|s| self.layout.tx_buffer(s).ok())
+            .unwrap_or(0)
+    }
+
+    /// Gives the next TX slot to a control frame or a data fragment.
+    fn assign_slot<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
+        let i = self.tx.next_assign;
+        if self.tx.slots.get(i).is_none_or(Option::is_some) {
+            return false;
+        }
+        let now = ctx.now();
+        let ready = now + ctx.my_domain().cycles(self.params.header_build_cycles);
+        let dst = self.slot_addr(i);
+        let n = self.tx.slots.len();
+        if let Some(c) = self.tx.control.pop_front() {
+            let mut data = headers(self.params.mac, c.dst, &c.hdr);
+            data.extend_from_slice(&c.payload);
+            let frame_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+            self.tx.mover.push(Run {
+                bytes: data.len() as u64,
+                ready,
+                tag: TxRun {
+                    slot: i,
+                    dst,
+                    data,
+                    fifo: 0,
+                },
+            });
+            self.tx.slots[i] = Some(TxSlot {
+                msg: c.msg,
+                kind: SlotKind::Control,
+                frame_len,
+                runs: 1,
+                dmas: 0,
+                issued_all: true,
+                poisoned: false,
+                mark: c.at,
+                last_dma: None,
+                handed: false,
+            });
+            self.tx.next_assign = (i + 1) % n;
+            return true;
+        }
+        if self.tx.fetch.is_some() {
+            return false;
+        }
+        let eligible = |s: &super::tx::SendCtx| {
+            s.phase.state() == SendPhase::Data && !s.aborted && s.assigned < s.frags
+        };
+        let rr = self.tx.rr;
+        let pick = self
+            .sends
+            .range(rr + 1..)
+            .find(|(_, s)| eligible(s))
+            .or_else(|| self.sends.iter().find(|(_, s)| eligible(s)))
+            .map(|(&id, _)| id);
+        let Some(id) = pick else {
+            return false;
+        };
+        self.tx.rr = id;
+        self.assign_fragment(id, i, ready, ctx);
+        true
+    }
+
+    fn assign_fragment<M: EngineMsg>(
+        &mut self,
+        id: u64,
+        i: usize,
+        ready: Time,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let (mac, dst) = (self.params.mac, self.slot_addr(i));
+        let n = self.tx.slots.len();
+        let Some(s) = self.sends.get_mut(&id) else {
+            return;
+        };
+        let Some(vi) = self.vis.get_mut(usize::from(s.vi)).and_then(Option::as_mut) else {
+            return;
+        };
+        let frag = s.assigned;
+        let off = u64::from(frag) * MAX_FRAGMENT_PAYLOAD as u64;
+        let len = (s.len - off.min(s.len)).min(MAX_FRAGMENT_PAYLOAD as u64);
+        let last = frag + 1 >= s.frags;
+        let seq = vi.tx_seq;
+        vi.tx_seq = vi.tx_seq.wrapping_add(1);
+        vi.counters.frames_sent += 1;
+        if last && vi.tx_active == Some(id) {
+            vi.tx_active = None;
+        }
+        if frag == 0 {
+            s.first_seq = seq;
+        }
+        if last {
+            s.last_seq = Some(seq);
+        }
+        s.assigned += 1;
+        let mut mark = s.frag_mark;
+        span(ctx, s.msg, "tx slot wait", &mut mark);
+        let desc = s.desc.as_ref();
+        let control = desc.map_or(Control::empty(), |d| d.control);
+        let mut flags = WireFlags::empty();
+        flags.set(WireFlags::FIRST, off == 0);
+        flags.set(WireFlags::LAST, last);
+        flags.set(WireFlags::IMMEDIATE, control.contains(Control::IMMEDIATE));
+        let address = desc.and_then(|d| d.address);
+        let hdr = WireHeaderRepr {
+            op: if s.op == Op::RdmaWrite {
+                WireOp::RdmaWrite
+            } else {
+                WireOp::Send
+            },
+            flags,
+            dst_vi: s.peer_vi,
+            src_vi: s.vi,
+            seq,
+            msg_len: u32::try_from(s.len).unwrap_or(u32::MAX),
+            frag_offset: u32::try_from(off).unwrap_or(u32::MAX),
+            frag_len: u16::try_from(len).unwrap_or(u16::MAX),
+            remote_va: address.map_or(0, |a| a.remote_va),
+            remote_handle: address.map_or(MemHandle::NULL, |a| a.remote_handle),
+            immediate: desc.map_or(0, |d| d.immediate),
+        };
+        let data = headers(mac, s.peer_mac, &hdr);
+        let frame_len = u32::try_from(data.len() as u64 + len).unwrap_or(u32::MAX);
+        self.tx.mover.push(Run {
+            bytes: data.len() as u64,
+            ready,
+            tag: TxRun {
+                slot: i,
+                dst,
+                data,
+                fifo: 0,
+            },
+        });
+        self.tx.slots[i] = Some(TxSlot {
+            msg: s.msg,
+            kind: SlotKind::Data { ctx: id },
+            frame_len,
+            runs: 1,
+            dmas: 0,
+            issued_all: len == 0,
+            poisoned: false,
+            mark,
+            last_dma: None,
+            handed: false,
+        });
+        if len > 0 {
+            self.tx.fetch = Some(Fetch {
+                ctx: id,
+                slot: i,
+                next: off,
+                start: off,
+                end: off + len,
+            });
+        } else if let Some(s) = self.sends.get_mut(&id) {
+            s.frag_mark = ctx.now();
+        }
+        self.tx.next_assign = (i + 1) % n;
+        self.stats.data_frames_sent += 1;
+        self.stats.payload_bytes_sent += len;
+        tracing::trace!(target: "nic::tx", id, frag, slot = i, len, seq, "fragment gets a TX slot");
+    }
+}

@@ -1,0 +1,279 @@
+//! The send data path's moving parts: payload DMA reads into the Send FIFO (one chunk of
+//! at most `dma_chunk_bytes` at a time, never crossing a data segment, issued only when
+//! the FIFO has room for it), the TX word mover (Send FIFO / header -> TX slot, one word
+//! per core clock), the handoff of filled slots to the GEC in ring order, and the GEC's
+//! transmit completions.
+
+use super::fifo::{cycles_until, Run, TX_MOVER_PRIORITY};
+use super::frame::{HEADERS_LEN, OP_OFFSET};
+use super::pending::{pages_for, span, span_to, DmaFor};
+use super::txdata::{SlotKind, TxRun};
+use super::{Engine, EngineMsg, EngineWake};
+use crate::msg::NicMsg;
+use gige_mac::{BufferRam, MacMsg};
+use pci_model::{DmaDone, DmaStatus};
+use sim_kernel::{Ctx, Cycles};
+use via_abi::Status;
+
+impl Engine {
+    /// Issues the next payload DMA of the fragment being fetched, if the Send FIFO has
+    /// room for it.
+    pub(crate) fn pump_fetch<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
+        let Some(f) = self.tx.fetch else {
+            return false;
+        };
+        let chunk = self.params.tx_chunk();
+        let Some(s) = self.sends.get_mut(&f.ctx) else {
+            self.tx.fetch = None;
+            return true;
+        };
+        if f.next >= f.end {
+            s.frag_mark = ctx.now();
+            if let Some(slot) = self.tx.slots.get_mut(f.slot).and_then(Option::as_mut) {
+                slot.issued_all = true;
+            }
+            self.tx.fetch = None;
+            return true;
+        }
+        // The data segment holding byte `next` of the message.
+        let mut seg_start = 0u64;
+        let mut found = None;
+        if let Some(d) = s.desc.as_ref() {
+            for (i, seg) in d.data.iter().enumerate() {
+                let l = u64::from(seg.length);
+                if f.next < seg_start + l {
+                    found = Some((i, f.next - seg_start, l - (f.next - seg_start)));
+                    break;
+                }
+                seg_start += l;
+            }
+        }
+        let want = match found {
+            Some((_, _, left)) => chunk.min(f.end - f.next).min(left),
+            None => chunk.min(f.end - f.next),
+        };
+        if !self.tx.fifo.reserve(want) {
+            return false;
+        }
+        self.stats.send_fifo_max = self.stats.send_fifo_max.max(self.tx.fifo.used);
+        let pages = found.and_then(|(i, off, _)| pages_for(s.seg_pieces.get(i)?, off, want));
+        let offset = HEADERS_LEN as u64 + (f.next - f.start);
+        if let Some(t) = self.tx.fetch.as_mut() {
+            t.next += want;
+        }
+        if let Some(slot) = self.tx.slots.get_mut(f.slot).and_then(Option::as_mut) {
+            slot.dmas += 1;
+        }
+        let purpose = DmaFor::Payload {
+            slot: f.slot,
+            offset,
+            len: want,
+        };
+        match pages {
+            Some(pages) => self.dma_read(ctx, purpose, pages, want),
+            None => {
+                // Cannot happen with a translated segment; fail the chunk, never panic.
+                let done = DmaDone {
+                    tag: 0,
+                    status: DmaStatus::MasterAbort { addr: 0 },
+                    bytes: 0,
+                    data: Vec::new(),
+                    bursts: 0,
+                    start: ctx.now(),
+                    end: ctx.now(),
+                };
+                self.payload_read(f.slot, offset, want, &done, ctx);
+            }
+        }
+        true
+    }
+
+    /// A payload DMA read ended: its bytes are in the Send FIFO, queue their move.
+    pub(crate) fn payload_read<M: EngineMsg>(
+        &mut self,
+        slot: usize,
+        offset: u64,
+        len: u64,
+        done: &DmaDone,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let now = ctx.now();
+        let dst = self.slot_addr(slot).saturating_add(offset);
+        let ok = done.status == DmaStatus::Ok && done.data.len() as u64 == len;
+        let Some(s) = self.tx.slots.get_mut(slot).and_then(Option::as_mut) else {
+            self.tx.fifo.release(len);
+            return;
+        };
+        s.dmas = s.dmas.saturating_sub(1);
+        s.last_dma = Some(now);
+        s.runs += 1;
+        let data = if ok {
+            done.data.clone()
+        } else {
+            s.poisoned = true;
+            vec![0; usize::try_from(len).unwrap_or(0)]
+        };
+        if !ok {
+            self.stats.dma_failures += 1;
+            if let SlotKind::Data { ctx: id } = s.kind {
+                if let Some(c) = self.sends.get_mut(&id) {
+                    c.status |= Status::PROTECTION_ERROR;
+                    c.aborted = true;
+                }
+            }
+        }
+        self.tx.mover.push(Run {
+            bytes: len.max(1),
+            ready: now,
+            tag: TxRun {
+                slot,
+                dst,
+                data,
+                fifo: len,
+            },
+        });
+    }
+
+    /// Starts the next run of the TX mover and schedules its wake-up.
+    pub(crate) fn kick_tx_mover<M: EngineMsg>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        _ram: &mut BufferRam,
+    ) {
+        let period = ctx.my_domain().period();
+        self.tx.mover.start_next(ctx.now(), period);
+        if let Some(t) = self.tx.mover.wake_needed(self.params.stepping, period) {
+            let gen = self.tx.mover.gen;
+            let n = cycles_until(ctx.now(), t, period);
+            let wake = NicMsg::Engine(EngineWake::TxMover { gen });
+            ctx.wake_after_with(n, TX_MOVER_PRIORITY, wake.into());
+        }
+        let st = self.tx.mover.state();
+        self.tx.mover_fsm.set(st, ctx);
+    }
+
+    /// The TX mover's wake-up: move the words due, finish runs, start the next.
+    pub(crate) fn tx_mover_woken<M: EngineMsg>(
+        &mut self,
+        gen: u64,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        if !self.tx.mover.woken(gen) {
+            return;
+        }
+        let period = ctx.my_domain().period();
+        let now = ctx.now();
+        while let Some(p) = self.tx.mover.advance(now, period) {
+            if let Some(a) = self.tx.mover.current() {
+                let run = &a.run.tag;
+                let from = usize::try_from(p.from * 4)
+                    .unwrap_or(usize::MAX)
+                    .min(run.data.len());
+                let to = usize::try_from(p.to * 4)
+                    .unwrap_or(usize::MAX)
+                    .min(run.data.len());
+                if let Some(bytes) = run.data.get(from..to) {
+                    if ram.write(run.dst + from as u64, bytes).is_err() {
+                        tracing::error!(target: "nic::tx", dst = run.dst, "TX run outside the buffer RAM");
+                    }
+                }
+                self.stats.tx_words += p.to - p.from;
+            }
+            if !p.finished {
+                break;
+            }
+            if let Some(run) = self.tx.mover.take_finished() {
+                self.tx.fifo.release(run.tag.fifo);
+                if let Some(s) = self.tx.slots.get_mut(run.tag.slot).and_then(Option::as_mut) {
+                    s.runs = s.runs.saturating_sub(1);
+                }
+            }
+            self.tx.mover.start_next(now, period);
+        }
+        self.tx_pump(ctx, ram);
+    }
+
+    /// Hands filled slots to the GEC, in ring order.
+    pub(crate) fn try_handoff<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let n = self.tx.slots.len();
+        loop {
+            let i = self.tx.next_handoff;
+            let addr = self.slot_addr(i);
+            let Some(s) = self.tx.slots.get_mut(i).and_then(Option::as_mut) else {
+                return;
+            };
+            if s.handed || !s.filled() {
+                return;
+            }
+            if s.poisoned && ram.write(addr + OP_OFFSET as u64, &[0]).is_err() {
+                tracing::error!(target: "nic::tx", "TX slot outside the buffer RAM");
+            }
+            let delay = self.params.handoff_cycles;
+            let gec = self.ports.gec;
+            let arrive = ctx
+                .domain_of(gec)
+                .edge_after(ctx.now(), delay.max(Cycles(1)));
+            s.handed = true;
+            let (msg, len, kind) = (s.msg, s.frame_len, s.kind);
+            let mut mark = s.mark;
+            match kind {
+                SlotKind::Data { ctx: id } => {
+                    if let Some(t) = s.last_dma {
+                        span_to(ctx, msg, "payload DMA read", &mut mark, t);
+                    }
+                    span(ctx, msg, "tx buffer fill", &mut mark);
+                    span_to(ctx, msg, "frame handoff", &mut mark, arrive);
+                    if let Some(c) = self.sends.get_mut(&id) {
+                        c.mark = arrive;
+                    }
+                }
+                SlotKind::Control => {
+                    span(ctx, msg, "control frame build", &mut mark);
+                    span_to(ctx, msg, "control frame handoff", &mut mark, arrive);
+                    self.stats.control_frames_sent += 1;
+                }
+            }
+            let slot = u16::try_from(i).unwrap_or(u16::MAX);
+            tracing::trace!(target: "nic::tx", slot, len, "frame handoff");
+            ctx.send_after(gec, delay, MacMsg::GecTransmit { slot, len, msg }.into());
+            self.tx.next_handoff = (i + 1) % n;
+        }
+    }
+
+    /// The GEC reports a TX slot sent (`ok`) or failed; it is free again.
+    pub(crate) fn tx_done<M: EngineMsg>(
+        &mut self,
+        slot: u16,
+        ok: bool,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut BufferRam,
+    ) {
+        let i = usize::from(slot);
+        let taken = match self.tx.slots.get_mut(i) {
+            Some(s) if s.as_ref().is_some_and(|s| s.handed) => s.take(),
+            _ => None,
+        };
+        let Some(s) = taken else {
+            tracing::warn!(target: "nic::tx", slot, "TX done for a slot not handed over");
+            return;
+        };
+        if !ok {
+            self.stats.tx_failures += 1;
+        }
+        if let SlotKind::Data { ctx: id } = s.kind {
+            if let Some(c) = self.sends.get_mut(&id) {
+                c.transmitted += 1;
+                if !ok {
+                    c.status |= Status::TRANSPORT_ERROR;
+                    c.aborted = true;
+                }
+                if c.transmitted >= c.assigned {
+                    c.mark = c.mark.max(ctx.now());
+                }
+            }
+            self.send_progress(id, ctx, ram);
+        }
+        self.tx_pump(ctx, ram);
+    }
+}

@@ -1,0 +1,207 @@
+//! The VI table of the VI protocol manager: one [`Vi`] context per created VI (state,
+//! peer, reliability, protection tag, RDMA enables, work queues, sequence numbers,
+//! counters), and the state changes every path uses.
+//!
+//! States (`vi` state machine of each VI, traced; `VI_STATE` shows [`ViStateCode`]):
+//!
+//! | state | `VI_STATE` | entered by |
+//! |---|---|---|
+//! | `idle` | Idle | `VI_CMD` Create, Disconnect, ConnectReject, a rejected request |
+//! | `requesting` | ConnectPending | ConnectRequest (a request frame is out) |
+//! | `listening` | ConnectPending | ConnectWait (waiting for a matching request) |
+//! | `connected` | Connected | the accept frame (requester) / a matching request (listener) |
+//! | `error` | Error | a reliable VI's transport or remote error, the peer's Disconnect |
+//!
+//! Leaving `connected` flushes the VI: queued send doorbells and posted receive
+//! descriptors complete with `DESCRIPTOR_FLUSHED`, sends waiting for an acknowledgement
+//! complete with it too.
+
+use super::stats::{ViCounters, ViInfo};
+use super::Engine;
+use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
+use std::collections::VecDeque;
+use via_abi::bar::{Reliability, ViStateCode};
+use via_abi::{MacAddr, MemHandle, ProtectionTag};
+
+/// States of a VI (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ViState {
+    /// Created, not connected.
+    Idle,
+    /// A connect request is out, waiting for the answer.
+    Requesting,
+    /// Waiting for a matching connect request.
+    Listening,
+    /// Connected.
+    Connected,
+    /// Broken connection.
+    Error,
+}
+
+impl StateName for ViState {
+    fn name(self) -> &'static str {
+        match self {
+            ViState::Idle => "idle",
+            ViState::Requesting => "requesting",
+            ViState::Listening => "listening",
+            ViState::Connected => "connected",
+            ViState::Error => "error",
+        }
+    }
+}
+
+impl ViState {
+    /// The `VI_STATE` code.
+    #[must_use]
+    pub fn code(self) -> ViStateCode {
+        match self {
+            ViState::Idle => ViStateCode::Idle,
+            ViState::Requesting | ViState::Listening => ViStateCode::ConnectPending,
+            ViState::Connected => ViStateCode::Connected,
+            ViState::Error => ViStateCode::Error,
+        }
+    }
+}
+
+/// A receive descriptor posted by a receive doorbell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PostedRecv {
+    pub va: u64,
+    pub handle: MemHandle,
+    pub msg: MsgId,
+    pub at: Time,
+}
+
+/// One VI context.
+#[derive(Clone, Debug)]
+pub(crate) struct Vi {
+    pub num: u16,
+    pub fsm: Fsm<ViState>,
+    pub ptag: ProtectionTag,
+    pub reliability: Reliability,
+    pub rdma_write: bool,
+    pub peer_mac: MacAddr,
+    pub peer_vi: u16,
+    pub discriminator: u32,
+    /// Sequence number of the next data frame sent.
+    pub tx_seq: u32,
+    /// Sequence number expected of the next data frame received.
+    pub rx_seq: u32,
+    pub recv_queue: VecDeque<PostedRecv>,
+    /// Send contexts in posting order (they complete in this order).
+    pub send_order: VecDeque<u64>,
+    /// The send context whose fragments are not all assigned yet.
+    pub tx_active: Option<u64>,
+    /// The message being received.
+    pub rx_cur: Option<u64>,
+    /// The VI command waiting for this VI's connection (its `VI_RESULT`).
+    pub connect_cmd: Option<u64>,
+    pub counters: ViCounters,
+}
+
+impl Vi {
+    /// A new VI in `idle`.
+    pub fn new(num: u16, ptag: ProtectionTag, reliability: Reliability, rdma_write: bool) -> Self {
+        Self {
+            num,
+            fsm: Fsm::new("vi", ViState::Idle),
+            ptag,
+            reliability,
+            rdma_write,
+            peer_mac: MacAddr::default(),
+            peer_vi: 0,
+            discriminator: 0,
+            tx_seq: 0,
+            rx_seq: 0,
+            recv_queue: VecDeque::new(),
+            send_order: VecDeque::new(),
+            tx_active: None,
+            rx_cur: None,
+            connect_cmd: None,
+            counters: ViCounters::default(),
+        }
+    }
+
+    /// Current state.
+    pub fn state(&self) -> ViState {
+        self.fsm.state()
+    }
+
+    /// Whether the VI delivers reliably (reliable delivery or reliable reception).
+    pub fn reliable(&self) -> bool {
+        matches!(
+            self.reliability,
+            Reliability::ReliableDelivery | Reliability::ReliableReception
+        )
+    }
+
+    /// The snapshot the engine exposes.
+    pub fn info(&self) -> ViInfo {
+        ViInfo {
+            vi: self.num,
+            state: self.state().code(),
+            ptag: self.ptag,
+            reliability: self.reliability,
+            rdma_write: self.rdma_write,
+            peer_mac: self.peer_mac,
+            peer_vi: self.peer_vi,
+            recv_posted: self.recv_queue.len(),
+            counters: self.counters.clone(),
+        }
+    }
+}
+
+impl Engine {
+    /// VI `n`, if it exists.
+    pub(crate) fn vi_mut(&mut self, n: u16) -> Option<&mut Vi> {
+        self.vis.get_mut(usize::from(n)).and_then(Option::as_mut)
+    }
+
+    /// VI `n`, if it exists.
+    pub(crate) fn vi_ref(&self, n: u16) -> Option<&Vi> {
+        self.vis.get(usize::from(n)).and_then(Option::as_ref)
+    }
+
+    /// `VI_STATE` of VI number `sel`.
+    pub(crate) fn vi_state_code(&self, sel: u32) -> ViStateCode {
+        u16::try_from(sel)
+            .ok()
+            .and_then(|n| self.vi_ref(n))
+            .map_or(ViStateCode::Absent, |v| v.state().code())
+    }
+
+    /// `VI_PEER_VI` of VI number `sel` (0 unless connected).
+    pub(crate) fn vi_peer_code(&self, sel: u32) -> u32 {
+        u16::try_from(sel)
+            .ok()
+            .and_then(|n| self.vi_ref(n))
+            .filter(|v| v.state() == ViState::Connected)
+            .map_or(0, |v| u32::from(v.peer_vi))
+    }
+
+    /// Moves VI `n` to `to`; leaving `connected` (or entering `error`) flushes it.
+    pub(crate) fn set_vi_state<M: super::EngineMsg>(
+        &mut self,
+        n: u16,
+        to: ViState,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut gige_mac::BufferRam,
+    ) {
+        let Some(vi) = self.vi_mut(n) else {
+            return;
+        };
+        let from = vi.state();
+        vi.fsm.set(to, ctx);
+        tracing::debug!(target: "nic::vi", vi = n, from = from.name(), to = to.name(), "VI state");
+        let broken = from == ViState::Connected && to != ViState::Connected;
+        if broken || to == ViState::Error {
+            self.flush_vi(n, ctx, ram);
+        }
+        if to == ViState::Connected {
+            if let Some(vi) = self.vi_mut(n) {
+                vi.tx_seq = 0;
+                vi.rx_seq = 0;
+            }
+        }
+    }
+}
