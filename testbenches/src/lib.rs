@@ -14,3 +14,4 @@ pub mod config;
 pub mod dma;
 pub mod layout;
 pub mod report;
+pub mod system;

@@ -38,6 +38,7 @@ use crate::program::ProgramError;
 use crate::vipl::{Timeout, Vipl};
 use crate::VipResult;
 use sim_kernel::Duration;
+use via_abi::bar::Reliability;
 use via_abi::MacAddr;
 
 /// Parameters of a ping-pong program.
@@ -61,6 +62,10 @@ pub struct PingPongParams {
     pub connect_attempts: u32,
     /// Pause between two connect requests (the responder may not be waiting yet).
     pub connect_retry: Duration,
+    /// Reliability level of both VIs. Default: unreliable delivery, the VIA default
+    /// service, under which the sender's descriptor completes once its frame is sent and
+    /// nothing travels back but the reply.
+    pub reliability: Reliability,
 }
 
 impl PingPongParams {
@@ -77,6 +82,7 @@ impl PingPongParams {
             wait_timeout: Timeout::After(Duration::from_ns(10_000_000)),
             connect_attempts: 100,
             connect_retry: Duration::from_ns(20_000),
+            reliability: Reliability::Unreliable,
         }
     }
 

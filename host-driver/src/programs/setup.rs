@@ -136,6 +136,7 @@ pub async fn setup(
         .call("VipRegisterMem")?;
 
     let mut attrs = ViAttributes::reliable(ptag);
+    attrs.reliability_level = p.reliability;
     attrs.max_transfer_size = attrs.max_transfer_size.max(len);
     let vi = vipl
         .vip_create_vi(nic, &attrs, None, None)

@@ -1,0 +1,254 @@
+//! Builds a [`System`] from a [`SystemConfig`]: clock domains, every component of every
+//! node with its ports, the buses' masters and targets, the links between the nodes.
+//!
+//! Component ids are handed out in a fixed order per node (see [`NodeIds`]), so every
+//! component can be given its peers' ids before any of them exists. Parameters the config
+//! does not carry yet come from each crate's `Default`, whose doc comments give their
+//! sources.
+
+use super::world::{Comp, Msg, NodeStore, SystemWorld};
+use crate::config::{PciBusKind, SystemConfig};
+use gige_mac::dp83820::{regs, Dp83820Bus, Dp83820Mac, Dp83820Params};
+use gige_mac::gec::{Gec, GecParams};
+use gige_mac::{BufferLayout, BufferRam, GigeParams, Link, MacMsg, PortIndex};
+use host_driver::{HostCpu, HostCpuParams, HostMsg};
+use nic_model::att::{AttManager, AttParams};
+use nic_model::engine::{Engine, EngineParams, EnginePorts};
+use pci_model::{DmaMaster, HostMemory, PciBus};
+use sim_kernel::{Bytes, ClockDomain, ComponentId, Kernel, Time};
+use via_abi::bar::BAR0_SIZE;
+use via_abi::MacAddr;
+
+/// Why a system could not be built (a config the models refuse).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A model refused its parameters.
+    #[error("{part}: {reason}")]
+    Model {
+        /// Which part (e.g. `pci.system`).
+        part: &'static str,
+        /// The model's words.
+        reason: String,
+    },
+}
+
+fn model<E: std::fmt::Display>(part: &'static str) -> impl FnOnce(E) -> BuildError {
+    move |e| BuildError::Model {
+        part,
+        reason: e.to_string(),
+    }
+}
+
+/// The component ids of one node, in registration order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeIds {
+    /// Host CPU (`host.cpu`).
+    pub cpu: ComponentId,
+    /// System PCI bus with the host bridge (`pci.system`).
+    pub system_bus: ComponentId,
+    /// The card's DMA master (`pci.system`).
+    pub dma: ComponentId,
+    /// The VIA engine (`card.core`).
+    pub engine: ComponentId,
+    /// The ATT manager (`card.sdram`).
+    pub att: ComponentId,
+    /// The GEC (`card.core`).
+    pub gec: ComponentId,
+    /// The local PCI bus (`pci.local`).
+    pub local_bus: ComponentId,
+    /// DP83820 bus side (`pci.local`).
+    pub mac_bus: ComponentId,
+    /// DP83820 MAC side (`gmii`).
+    pub mac_side: ComponentId,
+}
+
+/// A built system: the kernel and the world it runs.
+pub struct System {
+    /// The event kernel.
+    pub kernel: Kernel<Msg>,
+    /// Components and storage.
+    pub world: SystemWorld,
+    /// Ids per node.
+    pub nodes: Vec<NodeIds>,
+    /// MAC address per node.
+    pub macs: Vec<MacAddr>,
+}
+
+/// The MAC address of node `n`: locally administered `02:48:56:49:41:nn` ("HVIA").
+#[must_use]
+pub fn node_mac(n: usize) -> MacAddr {
+    #[allow(clippy::cast_possible_truncation)]
+    MacAddr([0x02, 0x48, 0x56, 0x49, 0x41, (n as u8).wrapping_add(1)])
+}
+
+fn domain(name: &str, mhz: f64) -> Result<ClockDomain, BuildError> {
+    ClockDomain::from_mhz(name, mhz).map_err(model("clock"))
+}
+
+impl System {
+    /// Builds the two-node back-to-back system `cfg` describes, tracing if `trace`.
+    ///
+    /// # Errors
+    /// Parameters a model refuses.
+    pub fn build(cfg: &SystemConfig, trace: bool) -> Result<Self, BuildError> {
+        let mut k: Kernel<Msg> = Kernel::new(trace);
+        let cpu_d = k.add_domain(domain("host.cpu", cfg.host.cpu_clock_mhz)?);
+        let sys_params = cfg.pci_bus_params(PciBusKind::System).map_err(model("pci.system"))?;
+        let local_params = cfg.pci_bus_params(PciBusKind::Local).map_err(model("pci.local"))?;
+        let pci_d = k.add_domain(sys_params.clock_domain("pci.system").map_err(model("pci.system"))?);
+        let core_d = k.add_domain(domain("card.core", cfg.card.core_clock_mhz)?);
+        let sdram_d = k.add_domain(domain("card.sdram", cfg.card.sdram_clock_mhz)?);
+        let local_d = k.add_domain(local_params.clock_domain("pci.local").map_err(model("pci.local"))?);
+        let gmii_d = k.add_domain(domain("gmii", cfg.wire.gmii_clock_mhz)?);
+
+        let count = 2;
+        let mut ids = Vec::new();
+        for n in 0..count {
+            ids.push(NodeIds {
+                cpu: k.add_component(format!("n{n}.host.cpu"), cpu_d),
+                system_bus: k.add_component(format!("n{n}.pci.system"), pci_d),
+                dma: k.add_component(format!("n{n}.card.dma"), pci_d),
+                engine: k.add_component(format!("n{n}.card.engine"), core_d),
+                att: k.add_component(format!("n{n}.card.att"), sdram_d),
+                gec: k.add_component(format!("n{n}.card.gec"), core_d),
+                local_bus: k.add_component(format!("n{n}.pci.local"), local_d),
+                mac_bus: k.add_component(format!("n{n}.dp83820.bus"), local_d),
+                mac_side: k.add_component(format!("n{n}.dp83820.mac"), gmii_d),
+            });
+        }
+
+        let layout = BufferLayout::default();
+        let gige = GigeParams::default();
+        let link = Link::new(gige.link);
+        let gec_params = GecParams::default();
+        let mac_params = Dp83820Params::default();
+        let mut comps = Vec::new();
+        let mut stores = Vec::new();
+        let mut macs = Vec::new();
+        for (n, id) in ids.iter().enumerate() {
+            let far = ids[(n + 1) % count];
+            let mac = node_mac(n);
+            macs.push(mac);
+
+            // System bus: host bridge, the card's DMA master, the card's BAR0 target.
+            let engine_params = EngineParams {
+                mac,
+                msg_id_base: (n as u64) << 40,
+                ..EngineParams::default()
+            };
+            let mut sys = PciBus::new(sys_params.clone()).map_err(model("pci.system"))?;
+            sys.attach_host_bridge(cfg.host_bridge_params(), cfg.host_memory_bytes())
+                .map_err(model("pci.bridge"))?;
+            let dma_params = cfg.dma_params(PciBusKind::System);
+            let dma_master = sys
+                .add_master(DmaMaster::master_config("card.dma", id.dma, &dma_params))
+                .map_err(model("card.dma"))?;
+            sys.add_device_target(engine_params.bar0_base, BAR0_SIZE, id.engine, cfg.card_target_profile())
+                .map_err(model("card.pci_target"))?;
+            let dma = DmaMaster::new(dma_params, id.system_bus, dma_master, sys_params.width);
+
+            // Local bus: the GEC (master + buffer RAM target), the DP83820 (master + registers).
+            let mut local = PciBus::new(local_params.clone()).map_err(model("pci.local"))?;
+            let gec_master = local
+                .add_master(gec_params.master_config("gec", id.gec))
+                .map_err(model("card.gec"))?;
+            let mac_master = local
+                .add_master(mac_params.master_config("dp83820", id.mac_bus))
+                .map_err(model("mac.dma"))?;
+            let (local_profile, _) = cfg.local_target();
+            local
+                .add_device_target(layout.base, layout.size(), id.gec, local_profile)
+                .map_err(model("card.local_target"))?;
+            local
+                .add_device_target(gec_params.mac_regs_base, regs::WINDOW_BYTES, id.mac_bus, mac_params.target.clone())
+                .map_err(model("mac"))?;
+
+            let cpu_params = HostCpuParams {
+                bar0: engine_params.bar0_base,
+                ..HostCpuParams::default()
+            };
+            let cpu = HostCpu::new(cpu_params, id.system_bus);
+            let att = AttManager::new(AttParams::default(), None).map_err(model("card.att"))?;
+            let ports = EnginePorts {
+                bus: id.system_bus,
+                dma: id.dma,
+                att: id.att,
+                gec: id.gec,
+            };
+            let engine = Engine::new(engine_params, ports, &layout).map_err(model("card.engine"))?;
+            let gec = Gec::new(gec_params.clone(), layout.clone(), id.local_bus, gec_master, id.engine, Some(id.mac_bus));
+            let mac_bus = Dp83820Bus::new(mac_params.clone(), id.local_bus, mac_master, gec_params.mac_regs_base, id.mac_side, Some(id.gec));
+            let mac_side = Dp83820Mac::new(
+                &mac_params,
+                &gige.wire,
+                id.mac_bus,
+                link.attachment(far.mac_side, PortIndex(0)),
+                (n as u64) << 32,
+            );
+
+            // Registration order must match `NodeIds`.
+            comps.push(Comp::Cpu(n, Box::new(cpu)));
+            comps.push(Comp::SystemBus(n, Box::new(sys)));
+            comps.push(Comp::Dma(n, Box::new(dma)));
+            comps.push(Comp::Engine(n, Box::new(engine)));
+            comps.push(Comp::Att(n, Box::new(att)));
+            comps.push(Comp::Gec(n, Box::new(gec)));
+            comps.push(Comp::LocalBus(n, Box::new(local)));
+            comps.push(Comp::MacBus(n, Box::new(mac_bus)));
+            comps.push(Comp::MacSide(n, Box::new(mac_side)));
+
+            let seed = cfg.sim.seed ^ ((n as u64 + 1) << 48);
+            stores.push(NodeStore {
+                mem: HostMemory::new(Bytes(cfg.host_memory_bytes()), seed).map_err(model("host.memory_mb"))?,
+                ram: BufferRam::new(layout.clone()).map_err(model("card buffers"))?,
+            });
+        }
+        Ok(Self {
+            kernel: k,
+            world: SystemWorld {
+                comps,
+                nodes: stores,
+                misrouted: 0,
+            },
+            nodes: ids,
+            macs,
+        })
+    }
+
+    /// The host CPU of node `n`.
+    pub fn cpu_mut(&mut self, n: usize) -> Option<&mut HostCpu> {
+        let id = self.nodes.get(n)?.cpu;
+        match self.world.comps.get_mut(id.0 as usize) {
+            Some(Comp::Cpu(_, c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The host CPU of node `n`.
+    #[must_use]
+    pub fn cpu(&self, n: usize) -> Option<&HostCpu> {
+        let id = self.nodes.get(n)?.cpu;
+        match self.world.comps.get(id.0 as usize) {
+            Some(Comp::Cpu(_, c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The engine of node `n`.
+    #[must_use]
+    pub fn engine(&self, n: usize) -> Option<&Engine> {
+        let id = self.nodes.get(n)?.engine;
+        match self.world.comps.get(id.0 as usize) {
+            Some(Comp::Engine(_, e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Starts the system: programs the DP83820s (GEC init) and starts every CPU's program.
+    pub fn start(&mut self) {
+        for id in self.nodes.clone() {
+            self.kernel.post(id.gec, Time::ZERO, Msg::Mac(MacMsg::GecInit));
+            self.kernel.post(id.cpu, Time::ZERO, Msg::Host(HostMsg::Start));
+        }
+    }
+}

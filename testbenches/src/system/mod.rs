@@ -1,0 +1,17 @@
+//! The whole simulated system: two nodes (host CPU, host bridge and memory, system PCI
+//! bus, HVIA-GE card with engine, ATT manager, DMA master, GEC, local bus, DP83820)
+//! linked back to back, built from a [`SystemConfig`](crate::config::SystemConfig).
+//!
+//! - [`world`]: the message type and the routing of messages to components;
+//! - [`build`]: wiring the components from the config;
+//! - [`pingpong`]: the ping-pong testbench;
+//! - [`breakdown`]: tiling one message's latency with the trace spans.
+
+pub mod breakdown;
+pub mod build;
+pub mod pingpong;
+pub mod world;
+
+pub use build::{node_mac, BuildError, NodeIds, System};
+pub use pingpong::{run_pingpong, Op, PingPongRun, PingPongSpec, RunError};
+pub use world::{Comp, Msg, NodeStore, SystemWorld};

@@ -1,0 +1,212 @@
+//! The ping-pong testbench: node 0 runs the VIPL ping-pong initiator, node 1 the
+//! responder, over RDMA write or send/receive, through the whole system model. The
+//! one-way latency is half the mean round trip of the measured iterations; bandwidth is
+//! size / one-way latency (MB = 10^6 bytes).
+
+use super::build::{BuildError, System};
+use crate::config::SystemConfig;
+use host_driver::programs::{
+    rdma_pingpong_initiator, rdma_pingpong_responder, sendrecv_pingpong_initiator,
+    sendrecv_pingpong_responder, PingPongParams,
+};
+use host_driver::ProgramReport;
+use sim_kernel::{Duration, RunLimit, RunStats, Time};
+
+/// Which VIA operation carries the messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// RDMA write; the receiver polls the last byte of its buffer.
+    RdmaWrite,
+    /// Send / receive; the receiver waits on its receive descriptor.
+    SendRecv,
+}
+
+impl Op {
+    /// The name used on the command line and in JSON (`rdma-write`, `send-recv`).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Op::RdmaWrite => "rdma-write",
+            Op::SendRecv => "send-recv",
+        }
+    }
+}
+
+/// What one ping-pong run asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PingPongSpec {
+    /// The operation.
+    pub op: Op,
+    /// Message size [bytes], at least 1.
+    pub size: u32,
+    /// Measured round trips.
+    pub iterations: u32,
+    /// Warm-up round trips before them.
+    pub warmup: u32,
+    /// Record trace spans (for breakdowns).
+    pub trace: bool,
+}
+
+/// Why a ping-pong run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The system could not be built.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// A host program failed (a VIPL error, a bad completion, a data mismatch).
+    #[error("node {node} program failed: {reason}")]
+    Program {
+        /// Which node.
+        node: usize,
+        /// What it said.
+        reason: String,
+    },
+    /// The run did not finish within the simulated time limit.
+    #[error("the run did not finish within {limit_ms} ms of simulated time (node 0 finished: {a}, node 1: {b})")]
+    Timeout {
+        /// The limit.
+        limit_ms: u64,
+        /// Whether node 0 finished.
+        a: bool,
+        /// Whether node 1 finished.
+        b: bool,
+    },
+    /// A message was routed to a component of the wrong kind (a wiring bug).
+    #[error("{0} messages were misrouted")]
+    Misrouted(u64),
+}
+
+/// The outcome of one ping-pong run.
+pub struct PingPongRun {
+    /// What was asked.
+    pub spec: PingPongSpec,
+    /// Half the mean round trip of the measured iterations.
+    pub one_way: Duration,
+    /// The initiator's report (per-iteration start/end).
+    pub initiator: ProgramReport,
+    /// The responder's report.
+    pub responder: ProgramReport,
+    /// Kernel statistics of the run.
+    pub stats: RunStats,
+    /// The system after the run (trace, component statistics).
+    pub system: System,
+}
+
+impl PingPongRun {
+    /// One-way latency [ns].
+    #[must_use]
+    pub fn one_way_ns(&self) -> f64 {
+        self.one_way.as_ns_f64()
+    }
+
+    /// Bandwidth = size / one-way latency [MB/s, 10^6 bytes].
+    #[must_use]
+    pub fn bandwidth_mb_s(&self) -> f64 {
+        let ns = self.one_way_ns();
+        if ns > 0.0 {
+            f64::from(self.spec.size) * 1e3 / ns
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Runs one ping-pong on the system `cfg` describes.
+///
+/// # Errors
+/// The system cannot be built, a program fails, or the run does not finish.
+pub fn run_pingpong(cfg: &SystemConfig, spec: PingPongSpec) -> Result<PingPongRun, RunError> {
+    let mut sys = System::build(cfg, spec.trace)?;
+    let mut params = PingPongParams::new(spec.size.max(1), spec.iterations, sys.macs[1]);
+    params.warmup = spec.warmup;
+    // Every wait may take as long as a whole message at a pessimistic 10 MB/s, plus 10 ms.
+    params.wait_timeout = host_driver::Timeout::After(Duration::from_ns(
+        10_000_000 + 100 * u64::from(spec.size),
+    ));
+    let to_initiator = PingPongParams {
+        peer: sys.macs[0],
+        ..params
+    };
+    let (a, b) = (params, to_initiator);
+    match spec.op {
+        Op::RdmaWrite => {
+            if let Some(c) = sys.cpu_mut(0) {
+                c.load(move |v| rdma_pingpong_initiator(v, a));
+            }
+            if let Some(c) = sys.cpu_mut(1) {
+                c.load(move |v| rdma_pingpong_responder(v, b));
+            }
+        }
+        Op::SendRecv => {
+            if let Some(c) = sys.cpu_mut(0) {
+                c.load(move |v| sendrecv_pingpong_initiator(v, a));
+            }
+            if let Some(c) = sys.cpu_mut(1) {
+                c.load(move |v| sendrecv_pingpong_responder(v, b));
+            }
+        }
+    }
+    sys.start();
+    // Simulated-time limit: set-up plus a generous 100 us + 40 ns per byte per round trip.
+    let per_trip = 100_000 + 40 * u64::from(spec.size);
+    let limit = Time(
+        5_000_000_000
+            + per_trip
+                .saturating_mul(u64::from(spec.iterations + spec.warmup))
+                .saturating_mul(1_000)
+                .saturating_mul(2),
+    );
+    let slice = Duration::from_ns(1_000_000);
+    loop {
+        let done = |s: &System| (0..2).all(|n| s.cpu(n).is_some_and(host_driver::HostCpu::is_finished));
+        if done(&sys) {
+            break;
+        }
+        let until = sys.kernel.now() + slice;
+        let outcome = sys.kernel.run(
+            &mut sys.world,
+            RunLimit {
+                until,
+                max_events: u64::MAX,
+            },
+        );
+        if done(&sys) {
+            break;
+        }
+        if outcome == sim_kernel::RunOutcome::Idle || sys.kernel.now() > limit {
+            let fin = |n| sys.cpu(n).is_some_and(host_driver::HostCpu::is_finished);
+            return Err(RunError::Timeout {
+                limit_ms: limit.0 / 1_000_000_000,
+                a: fin(0),
+                b: fin(1),
+            });
+        }
+    }
+    if sys.world.misrouted > 0 {
+        return Err(RunError::Misrouted(sys.world.misrouted));
+    }
+    let mut take = |n: usize| -> Result<ProgramReport, RunError> {
+        match sys.cpu_mut(n).and_then(host_driver::HostCpu::take_outcome) {
+            Some(Ok(r)) => Ok(r),
+            Some(Err(e)) => Err(RunError::Program {
+                node: n,
+                reason: e.to_string(),
+            }),
+            None => Err(RunError::Program {
+                node: n,
+                reason: "no outcome".into(),
+            }),
+        }
+    };
+    let initiator = take(0)?;
+    let responder = take(1)?;
+    let one_way = Duration(initiator.mean_elapsed().0 / 2);
+    Ok(PingPongRun {
+        spec,
+        one_way,
+        initiator,
+        responder,
+        stats: sys.kernel.stats(),
+        system: sys,
+    })
+}
