@@ -23,10 +23,17 @@ fn check_verified(r: &testbenches::system::PingPongRun) {
     assert_eq!(r.initiator.iterations.len(), 4);
     assert_eq!(r.responder.iterations.len(), 4);
     for it in r.initiator.iterations.iter().chain(&r.responder.iterations) {
-        assert_eq!(it.verified_bytes, size, "iteration {} not verified", it.index);
+        assert_eq!(
+            it.verified_bytes, size,
+            "iteration {} not verified",
+            it.index
+        );
         assert!(it.end > it.start);
     }
-    assert!(r.one_way_ns() > 1_000.0, "a one-way trip cannot take under 1 us here");
+    assert!(
+        r.one_way_ns() > 1_000.0,
+        "a one-way trip cannot take under 1 us here"
+    );
 }
 
 #[test]
@@ -61,5 +68,8 @@ fn runs_are_deterministic() {
 fn bigger_messages_take_longer() {
     let small = run(Op::RdmaWrite, 4, false).one_way;
     let big = run(Op::RdmaWrite, 4096, false).one_way;
-    assert!(big > small, "4096 B ({big}) should take longer than 4 B ({small})");
+    assert!(
+        big > small,
+        "4096 B ({big}) should take longer than 4 B ({small})"
+    );
 }

@@ -129,6 +129,46 @@ pub struct CardConfig {
     /// The FPGA as a target on the local bus: the buffer RAM the DP83820 reads and
     /// writes (`[card.local_target]`).
     pub local_target: LocalTargetConfig,
+    /// The VIA protocol engine's processing times and queues (`[card.engine]`).
+    pub engine: EngineConfig,
+    /// The TX/RX frame buffers between the engine and the GEC (`[card.buffers]`).
+    pub buffers: BuffersConfig,
+}
+
+/// `[card.engine]`: the VIA protocol engine. Cycle counts are FPGA core-clock cycles.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Doorbell FIFO entries \[doorbells\].
+    pub doorbell_fifo_depth: u32,
+    /// Cycles to decode a doorbell and dispatch it \[cycles\].
+    pub doorbell_decode_cycles: u32,
+    /// Cycles to decode and check a fetched VI descriptor \[cycles\].
+    pub descriptor_decode_cycles: u32,
+    /// Cycles to assemble a frame's headers before its first word moves \[cycles\].
+    pub header_build_cycles: u32,
+    /// Cycles from a frame's last word in the TX buffer to the GEC seeing it \[cycles\].
+    pub handoff_cycles: u32,
+    /// Cycles to check a received header after reading it \[cycles\].
+    pub header_check_cycles: u32,
+    /// Send descriptors in flight at once \[descriptors\].
+    pub max_send_contexts: u32,
+    /// Send FIFO size \[bytes\].
+    pub send_fifo_bytes: u32,
+    /// Recv FIFO size \[bytes\].
+    pub recv_fifo_bytes: u32,
+}
+
+/// `[card.buffers]`: the frame buffers in the FPGA's buffer RAM.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuffersConfig {
+    /// TX frame buffers \[frames\].
+    pub tx_slots: u32,
+    /// RX frame buffers \[frames\].
+    pub rx_slots: u32,
+    /// Bytes per frame buffer \[bytes\].
+    pub slot_bytes: u32,
 }
 
 /// `[mac]`: the DP83820 gigabit MAC.

@@ -406,15 +406,17 @@ fn unknown_presets_and_files_are_errors() {
 }
 
 /// Every `key = value` line of every preset names its source: on the line itself or in
-/// the comment block directly above it.
+/// the comment block directly above it. A `calibrated:` value must also name the
+/// published figure it was fitted to.
 #[test]
 fn every_preset_value_names_its_source() {
-    const TAGS: [&str; 5] = [
+    const TAGS: [&str; 6] = [
         "paper:",
         "datasheet:",
         "standard:",
         "assumption:",
         "setting:",
+        "calibrated:",
     ];
     for p in PRESETS {
         let lines: Vec<&str> = p.text.lines().collect();
@@ -437,6 +439,14 @@ fn every_preset_value_names_its_source() {
                 p.file,
                 i + 1
             );
+            if line.contains("calibrated:") {
+                assert!(
+                    line.contains("fitted to"),
+                    "{}:{}: a calibrated value must say which target it was fitted to",
+                    p.file,
+                    i + 1
+                );
+            }
         }
     }
 }

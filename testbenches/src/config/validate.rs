@@ -124,6 +124,80 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
     validate_pci::dma_master("card.dma", &cfg.card.dma)?;
     validate_pci::target("card.pci_target", &cfg.card.pci_target)?;
     validate_pci::local_target("card.local_target", &cfg.card.local_target)?;
+    let e = &cfg.card.engine;
+    in_range(
+        "card.engine.doorbell_fifo_depth",
+        e.doorbell_fifo_depth,
+        2,
+        4096,
+        "",
+    )?;
+    in_range(
+        "card.engine.doorbell_decode_cycles",
+        e.doorbell_decode_cycles,
+        1,
+        100_000,
+        "",
+    )?;
+    in_range(
+        "card.engine.descriptor_decode_cycles",
+        e.descriptor_decode_cycles,
+        1,
+        100_000,
+        "",
+    )?;
+    in_range(
+        "card.engine.header_build_cycles",
+        e.header_build_cycles,
+        1,
+        100_000,
+        "",
+    )?;
+    in_range(
+        "card.engine.handoff_cycles",
+        e.handoff_cycles,
+        1,
+        100_000,
+        "",
+    )?;
+    in_range(
+        "card.engine.header_check_cycles",
+        e.header_check_cycles,
+        1,
+        100_000,
+        "",
+    )?;
+    in_range(
+        "card.engine.max_send_contexts",
+        e.max_send_contexts,
+        1,
+        1024,
+        "",
+    )?;
+    in_range(
+        "card.engine.send_fifo_bytes",
+        e.send_fifo_bytes,
+        64,
+        1 << 20,
+        "",
+    )?;
+    in_range(
+        "card.engine.recv_fifo_bytes",
+        e.recv_fifo_bytes,
+        64,
+        1 << 20,
+        "",
+    )?;
+    let b = &cfg.card.buffers;
+    in_range("card.buffers.tx_slots", b.tx_slots, 1, 256, "")?;
+    in_range("card.buffers.rx_slots", b.rx_slots, 1, 256, "")?;
+    in_range(
+        "card.buffers.slot_bytes",
+        b.slot_bytes,
+        1518,
+        16384,
+        " (a slot holds a whole frame)",
+    )?;
 
     let fifo = " (at least one minimum frame, at most 1 MiB)";
     in_range(

@@ -146,10 +146,16 @@ mod tests {
     #[test]
     fn innermost_activity_wins_and_gaps_are_named() {
         // outer [0, 100) contains inner [20, 50); nothing covers [100, 120); last [120, 150).
-        let spans = [span("outer", 0, 100), span("inner", 20, 50), span("last", 120, 200)];
+        let spans = [
+            span("outer", 0, 100),
+            span("inner", 20, 50),
+            span("last", 120, 200),
+        ];
         let st = tile(&spans, &domains(), Time(0), Time(150));
-        let names: Vec<(&str, u64, u64)> =
-            st.iter().map(|s| (s.name.as_str(), s.start.0, s.end.0)).collect();
+        let names: Vec<(&str, u64, u64)> = st
+            .iter()
+            .map(|s| (s.name.as_str(), s.start.0, s.end.0))
+            .collect();
         assert_eq!(
             names,
             vec![
@@ -257,7 +263,9 @@ pub fn measure(
         .trace()
         .spans()
         .iter()
-        .filter(|s| s.component == responder && s.msg == msg && s.stage == wait_stage && s.end > start)
+        .filter(|s| {
+            s.component == responder && s.msg == msg && s.stage == wait_stage && s.end > start
+        })
         .map(|s| s.end)
         .min()
         .ok_or_else(|| missing("no responder wait span for the measured iteration"))?;
@@ -304,21 +312,35 @@ fn select_path(
     let sender_engine = sys.nodes[0].engine;
     let node_of = |c: sim_kernel::ComponentId| -> Option<usize> {
         sys.nodes.iter().position(|n| {
-            [n.cpu, n.system_bus, n.dma, n.engine, n.att, n.gec, n.local_bus, n.mac_bus, n.mac_side]
-                .contains(&c)
+            [
+                n.cpu,
+                n.system_bus,
+                n.dma,
+                n.engine,
+                n.att,
+                n.gec,
+                n.local_bus,
+                n.mac_bus,
+                n.mac_side,
+            ]
+            .contains(&c)
         })
     };
     // The host's doorbell for this iteration; the engine's doorbell span that follows it
     // names the engine's id of the message (an earlier one can belong to a receive post).
     let host_doorbell_end = all
         .iter()
-        .filter(|s| s.component == initiator && s.msg == msg && s.stage == "doorbell" && s.start >= start)
+        .filter(|s| {
+            s.component == initiator && s.msg == msg && s.stage == "doorbell" && s.start >= start
+        })
         .map(|s| s.end)
         .max()
         .ok_or_else(|| missing("no doorbell span of the initiator for the measured iteration"))?;
     let engine_msg = all
         .iter()
-        .filter(|s| s.component == sender_engine && s.stage == "doorbell" && s.start >= host_doorbell_end)
+        .filter(|s| {
+            s.component == sender_engine && s.stage == "doorbell" && s.start >= host_doorbell_end
+        })
         .min_by_key(|s| s.start)
         .map(|s| s.msg)
         .ok_or_else(|| missing("no sender engine doorbell span after the post"))?;
@@ -345,7 +367,9 @@ fn select_path(
         .filter(|s| tagged(s) && OFF_PATH_STAGES.contains(&s.stage))
         .collect();
     let within = |outer: &sim_kernel::Span, b: &sim_kernel::Span| {
-        node_of(outer.component) == node_of(b.component) && outer.start <= b.start && b.end <= outer.end
+        node_of(outer.component) == node_of(b.component)
+            && outer.start <= b.start
+            && b.end <= outer.end
     };
     // The doorbell's posted writes cross the system bus after the CPU has moved on: from
     // the CPU's doorbell span to the engine's.
@@ -366,7 +390,8 @@ fn select_path(
             let in_doorbell_flight = b.component == sender_bus
                 && host_doorbell.is_some_and(|h| b.start >= h)
                 && engine_doorbell.is_some_and(|e| b.end <= e);
-            let local_tagged = b.msg == engine_msg && !sys.nodes.iter().any(|n| n.system_bus == b.component);
+            let local_tagged =
+                b.msg == engine_msg && !sys.nodes.iter().any(|n| n.system_bus == b.component);
             let nested = picked.iter().any(|p| within(p, b));
             in_doorbell_flight || local_tagged || nested
         })
@@ -387,7 +412,12 @@ fn select_path(
             });
         }
     }
-    let last = picked.iter().map(|s| s.end).filter(|e| *e <= end).max().unwrap_or(start);
+    let last = picked
+        .iter()
+        .map(|s| s.end)
+        .filter(|e| *e <= end)
+        .max()
+        .unwrap_or(start);
     let mut out: Vec<NamedSpan> = picked
         .iter()
         .map(|s| NamedSpan {

@@ -15,7 +15,7 @@ use host_driver::{HostCpu, HostCpuParams, HostMsg};
 use nic_model::att::{AttManager, AttParams};
 use nic_model::engine::{Engine, EngineParams, EnginePorts};
 use pci_model::{DmaMaster, HostMemory, PciBus};
-use sim_kernel::{Bytes, ClockDomain, ComponentId, Kernel, Time};
+use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, Kernel, Time};
 use via_abi::bar::BAR0_SIZE;
 use via_abi::MacAddr;
 
@@ -93,12 +93,24 @@ impl System {
     pub fn build(cfg: &SystemConfig, trace: bool) -> Result<Self, BuildError> {
         let mut k: Kernel<Msg> = Kernel::new(trace);
         let cpu_d = k.add_domain(domain("host.cpu", cfg.host.cpu_clock_mhz)?);
-        let sys_params = cfg.pci_bus_params(PciBusKind::System).map_err(model("pci.system"))?;
-        let local_params = cfg.pci_bus_params(PciBusKind::Local).map_err(model("pci.local"))?;
-        let pci_d = k.add_domain(sys_params.clock_domain("pci.system").map_err(model("pci.system"))?);
+        let sys_params = cfg
+            .pci_bus_params(PciBusKind::System)
+            .map_err(model("pci.system"))?;
+        let local_params = cfg
+            .pci_bus_params(PciBusKind::Local)
+            .map_err(model("pci.local"))?;
+        let pci_d = k.add_domain(
+            sys_params
+                .clock_domain("pci.system")
+                .map_err(model("pci.system"))?,
+        );
         let core_d = k.add_domain(domain("card.core", cfg.card.core_clock_mhz)?);
         let sdram_d = k.add_domain(domain("card.sdram", cfg.card.sdram_clock_mhz)?);
-        let local_d = k.add_domain(local_params.clock_domain("pci.local").map_err(model("pci.local"))?);
+        let local_d = k.add_domain(
+            local_params
+                .clock_domain("pci.local")
+                .map_err(model("pci.local"))?,
+        );
         let gmii_d = k.add_domain(domain("gmii", cfg.wire.gmii_clock_mhz)?);
 
         let count = 2;
@@ -117,7 +129,15 @@ impl System {
             });
         }
 
-        let layout = BufferLayout::default();
+        let layout = BufferLayout {
+            tx_slots: u16::try_from(cfg.card.buffers.tx_slots)
+                .map_err(model("card.buffers.tx_slots"))?,
+            rx_slots: u16::try_from(cfg.card.buffers.rx_slots)
+                .map_err(model("card.buffers.rx_slots"))?,
+            slot_bytes: u64::from(cfg.card.buffers.slot_bytes),
+            ..BufferLayout::default()
+        };
+        let ec = &cfg.card.engine;
         let gige = GigeParams::default();
         let link = Link::new(gige.link);
         let gec_params = GecParams::default();
@@ -134,6 +154,15 @@ impl System {
             let engine_params = EngineParams {
                 mac,
                 msg_id_base: (n as u64) << 40,
+                doorbell_fifo_depth: ec.doorbell_fifo_depth as usize,
+                doorbell_decode_cycles: Cycles(u64::from(ec.doorbell_decode_cycles)),
+                descriptor_decode_cycles: Cycles(u64::from(ec.descriptor_decode_cycles)),
+                header_build_cycles: Cycles(u64::from(ec.header_build_cycles)),
+                handoff_cycles: Cycles(u64::from(ec.handoff_cycles)),
+                header_check_cycles: Cycles(u64::from(ec.header_check_cycles)),
+                max_send_contexts: ec.max_send_contexts as usize,
+                send_fifo_bytes: u64::from(ec.send_fifo_bytes),
+                recv_fifo_bytes: u64::from(ec.recv_fifo_bytes),
                 ..EngineParams::default()
             };
             let mut sys = PciBus::new(sys_params.clone()).map_err(model("pci.system"))?;
@@ -143,8 +172,13 @@ impl System {
             let dma_master = sys
                 .add_master(DmaMaster::master_config("card.dma", id.dma, &dma_params))
                 .map_err(model("card.dma"))?;
-            sys.add_device_target(engine_params.bar0_base, BAR0_SIZE, id.engine, cfg.card_target_profile())
-                .map_err(model("card.pci_target"))?;
+            sys.add_device_target(
+                engine_params.bar0_base,
+                BAR0_SIZE,
+                id.engine,
+                cfg.card_target_profile(),
+            )
+            .map_err(model("card.pci_target"))?;
             let dma = DmaMaster::new(dma_params, id.system_bus, dma_master, sys_params.width);
 
             // Local bus: the GEC (master + buffer RAM target), the DP83820 (master + registers).
@@ -160,7 +194,12 @@ impl System {
                 .add_device_target(layout.base, layout.size(), id.gec, local_profile)
                 .map_err(model("card.local_target"))?;
             local
-                .add_device_target(gec_params.mac_regs_base, regs::WINDOW_BYTES, id.mac_bus, mac_params.target.clone())
+                .add_device_target(
+                    gec_params.mac_regs_base,
+                    regs::WINDOW_BYTES,
+                    id.mac_bus,
+                    mac_params.target.clone(),
+                )
                 .map_err(model("mac"))?;
 
             let cpu_params = HostCpuParams {
@@ -175,9 +214,24 @@ impl System {
                 att: id.att,
                 gec: id.gec,
             };
-            let engine = Engine::new(engine_params, ports, &layout).map_err(model("card.engine"))?;
-            let gec = Gec::new(gec_params.clone(), layout.clone(), id.local_bus, gec_master, id.engine, Some(id.mac_bus));
-            let mac_bus = Dp83820Bus::new(mac_params.clone(), id.local_bus, mac_master, gec_params.mac_regs_base, id.mac_side, Some(id.gec));
+            let engine =
+                Engine::new(engine_params, ports, &layout).map_err(model("card.engine"))?;
+            let gec = Gec::new(
+                gec_params.clone(),
+                layout.clone(),
+                id.local_bus,
+                gec_master,
+                id.engine,
+                Some(id.mac_bus),
+            );
+            let mac_bus = Dp83820Bus::new(
+                mac_params.clone(),
+                id.local_bus,
+                mac_master,
+                gec_params.mac_regs_base,
+                id.mac_side,
+                Some(id.gec),
+            );
             let mac_side = Dp83820Mac::new(
                 &mac_params,
                 &gige.wire,
@@ -199,7 +253,8 @@ impl System {
 
             let seed = cfg.sim.seed ^ ((n as u64 + 1) << 48);
             stores.push(NodeStore {
-                mem: HostMemory::new(Bytes(cfg.host_memory_bytes()), seed).map_err(model("host.memory_mb"))?,
+                mem: HostMemory::new(Bytes(cfg.host_memory_bytes()), seed)
+                    .map_err(model("host.memory_mb"))?,
                 ram: BufferRam::new(layout.clone()).map_err(model("card buffers"))?,
             });
         }
@@ -247,8 +302,10 @@ impl System {
     /// Starts the system: programs the DP83820s (GEC init) and starts every CPU's program.
     pub fn start(&mut self) {
         for id in self.nodes.clone() {
-            self.kernel.post(id.gec, Time::ZERO, Msg::Mac(MacMsg::GecInit));
-            self.kernel.post(id.cpu, Time::ZERO, Msg::Host(HostMsg::Start));
+            self.kernel
+                .post(id.gec, Time::ZERO, Msg::Mac(MacMsg::GecInit));
+            self.kernel
+                .post(id.cpu, Time::ZERO, Msg::Host(HostMsg::Start));
         }
     }
 }

@@ -120,9 +120,8 @@ pub fn run_pingpong(cfg: &SystemConfig, spec: PingPongSpec) -> Result<PingPongRu
     let mut params = PingPongParams::new(spec.size.max(1), spec.iterations, sys.macs[1]);
     params.warmup = spec.warmup;
     // Every wait may take as long as a whole message at a pessimistic 10 MB/s, plus 10 ms.
-    params.wait_timeout = host_driver::Timeout::After(Duration::from_ns(
-        10_000_000 + 100 * u64::from(spec.size),
-    ));
+    params.wait_timeout =
+        host_driver::Timeout::After(Duration::from_ns(10_000_000 + 100 * u64::from(spec.size)));
     let to_initiator = PingPongParams {
         peer: sys.macs[0],
         ..params
@@ -158,7 +157,8 @@ pub fn run_pingpong(cfg: &SystemConfig, spec: PingPongSpec) -> Result<PingPongRu
     );
     let slice = Duration::from_ns(1_000_000);
     loop {
-        let done = |s: &System| (0..2).all(|n| s.cpu(n).is_some_and(host_driver::HostCpu::is_finished));
+        let done =
+            |s: &System| (0..2).all(|n| s.cpu(n).is_some_and(host_driver::HostCpu::is_finished));
         if done(&sys) {
             break;
         }

@@ -1,0 +1,36 @@
+//! Smoke run of the full system: one ping-pong size, printed with its statistics.
+use testbenches::config::SystemConfig;
+use testbenches::system::{run_pingpong, Op, PingPongSpec};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let size: u32 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(4);
+    let op = if args.get(2).map(String::as_str) == Some("send-recv") {
+        Op::SendRecv
+    } else {
+        Op::RdmaWrite
+    };
+    let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+    for a in std::env::args().skip(1).filter(|a| a.contains('=')) {
+        cfg.apply_set(&a).expect("--set");
+    }
+    let spec = PingPongSpec {
+        op,
+        size,
+        iterations: 5,
+        warmup: 2,
+        trace: false,
+    };
+    let t = std::time::Instant::now();
+    match run_pingpong(&cfg, spec) {
+        Ok(r) => println!(
+            "size {size}: one-way {:.1} ns, {:.2} MB/s, events {}, simulated {} , wall {:?}",
+            r.one_way_ns(),
+            r.bandwidth_mb_s(),
+            r.stats.events,
+            r.stats.simulated,
+            t.elapsed()
+        ),
+        Err(e) => println!("error: {e}"),
+    }
+}

@@ -1,0 +1,40 @@
+//! Bus utilisation during a ping-pong (development aid for calibration).
+use testbenches::config::SystemConfig;
+use testbenches::system::{run_pingpong, Comp, Op, PingPongSpec};
+
+fn main() {
+    let size: u32 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(65536);
+    let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+    for a in std::env::args().skip(1).filter(|a| a.contains('=')) {
+        cfg.apply_set(&a).expect("--set");
+    }
+    let spec = PingPongSpec {
+        op: Op::RdmaWrite,
+        size,
+        iterations: 1,
+        warmup: 0,
+        trace: false,
+    };
+    let r = run_pingpong(&cfg, spec).expect("run");
+    println!(
+        "one-way {:.1} ns, {:.2} MB/s",
+        r.one_way_ns(),
+        r.bandwidth_mb_s()
+    );
+    for (i, c) in r.system.world.comps.iter().enumerate() {
+        let name = r
+            .system
+            .kernel
+            .component_name(sim_kernel::ComponentId(i as u32));
+        match c {
+            Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => {
+                let s = b.stats();
+                println!("{name:<16} busy {:>5.1}% of {} cycles, data phases {}, wait {}, transactions {}, bytes {}", 100.0 * s.busy_cycles as f64 / s.cycles.max(1) as f64, s.cycles, s.data_phases, s.wait_cycles, s.transactions, s.bytes);
+            }
+            _ => {}
+        }
+    }
+}
