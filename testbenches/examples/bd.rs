@@ -11,8 +11,14 @@ fn main() {
     } else {
         Op::RdmaWrite
     };
-    let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
-    for a in std::env::args().skip(1).filter(|a| a.contains('=')) {
+    let preset = std::env::args()
+        .find_map(|a| a.strip_prefix("preset=").map(str::to_owned))
+        .unwrap_or_else(|| "hvia-ge".into());
+    let mut cfg = SystemConfig::from_preset(&preset).expect("preset");
+    for a in std::env::args()
+        .skip(1)
+        .filter(|a| a.contains('=') && !a.starts_with("preset="))
+    {
         cfg.apply_set(&a).expect("--set");
     }
     match measure(&cfg, op, size) {

@@ -7,8 +7,14 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(65536);
-    let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
-    for a in std::env::args().skip(1).filter(|a| a.contains('=')) {
+    let preset = std::env::args()
+        .find_map(|a| a.strip_prefix("preset=").map(str::to_owned))
+        .unwrap_or_else(|| "hvia-ge".into());
+    let mut cfg = SystemConfig::from_preset(&preset).expect("preset");
+    for a in std::env::args()
+        .skip(1)
+        .filter(|a| a.contains('=') && !a.starts_with("preset="))
+    {
         cfg.apply_set(&a).expect("--set");
     }
     let spec = PingPongSpec {

@@ -73,3 +73,59 @@ fn bigger_messages_take_longer() {
         "4096 B ({big}) should take longer than 4 B ({small})"
     );
 }
+
+#[test]
+fn every_preset_runs_both_operations() {
+    for preset in ["hvia-ge", "hvia-ge-64-66", "att-in-host", "burst-128"] {
+        let cfg = SystemConfig::from_preset(preset).expect("preset");
+        for op in [Op::RdmaWrite, Op::SendRecv] {
+            let spec = PingPongSpec {
+                op,
+                size: 3000,
+                iterations: 2,
+                warmup: 1,
+                trace: false,
+            };
+            let r =
+                run_pingpong(&cfg, spec).unwrap_or_else(|e| panic!("{preset} {}: {e}", op.name()));
+            check_verified_n(&r, 3);
+        }
+    }
+}
+
+fn check_verified_n(r: &testbenches::system::PingPongRun, n: usize) {
+    let size = u64::from(r.spec.size);
+    assert_eq!(r.initiator.iterations.len(), n);
+    for it in r.initiator.iterations.iter().chain(&r.responder.iterations) {
+        assert_eq!(
+            it.verified_bytes, size,
+            "iteration {} not verified",
+            it.index
+        );
+    }
+}
+
+/// The what-ifs move the numbers the way the hardware says they must.
+#[test]
+fn what_ifs_change_latency_in_the_expected_direction() {
+    let one_way = |preset: &str| {
+        let cfg = SystemConfig::from_preset(preset).expect("preset");
+        let spec = PingPongSpec {
+            op: Op::RdmaWrite,
+            size: 4,
+            iterations: 2,
+            warmup: 1,
+            trace: false,
+        };
+        run_pingpong(&cfg, spec).expect("run").one_way
+    };
+    let base = one_way("hvia-ge");
+    assert!(
+        one_way("hvia-ge-64-66") < base,
+        "faster buses must cut latency"
+    );
+    assert!(
+        one_way("att-in-host") > base,
+        "ATT reads over PCI must add latency"
+    );
+}

@@ -66,10 +66,12 @@
 //!
 //! Files: `params` ([`AttParams`]), `alloc` (index and L2 allocators), `table`
 //! (registration layout and the CLI entry points [`layout_att`], [`preview_registration`]),
-//! `translate` (checks and pieces), `table_io` (the host-memory table port), `manager`
+//! `translate` (checks and pieces), `table_io` (the host-memory table port's errors), `host_port` (that port as a
+//! component driving the card's DMA master), `manager`
 //! (the component).
 
 mod alloc;
+mod host_port;
 mod manager;
 mod params;
 mod table;
@@ -80,6 +82,7 @@ mod translate;
 mod tests;
 
 pub use alloc::{ExtentAllocator, IndexAllocator};
+pub use host_port::HostTablePort;
 pub use manager::{AttManager, AttState, AttStats};
 pub use params::{AttConfigError, AttLocation, AttParams, TableGeometry};
 pub use table::{

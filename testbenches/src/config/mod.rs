@@ -215,7 +215,10 @@ impl SystemConfig {
                 (text, origin)
             }
         };
-        let mut cfg = Self::parse_toml(&text, &origin)?;
+        let mut cfg = match extends_of(&text) {
+            Some(base) => Self::overlay(&base, &text, &origin)?,
+            None => Self::parse_toml(&text, &origin)?,
+        };
         for input in sets {
             cfg.apply_set(input.as_ref())?;
         }
@@ -236,6 +239,34 @@ impl SystemConfig {
             }
         })?;
         tracing::debug!(target: "config", origin = %origin, sets = sets.len(), "configuration loaded");
+        Ok(cfg)
+    }
+
+    /// A what-if preset or file that starts from an embedded preset: `extends = "NAME"`
+    /// at the top, then only the values it changes, each applied to the base exactly as a
+    /// `--set` would be (so an unknown key or a wrong type is an error naming the key and
+    /// the file).
+    fn overlay(base: &str, text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let p = presets::find(base)?;
+        let mut cfg = Self::parse_toml(p.text, p.file)?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            ConfigError::in_file(origin, text, span, e.message().trim().replace('\n', "; "))
+        })?;
+        let mut leaves = Vec::new();
+        flatten_table("", &table, &mut leaves);
+        for (key, value) in leaves {
+            if key == "extends" {
+                continue;
+            }
+            let input = format!("{key}={value}");
+            cfg.apply_set(&input).map_err(|e| {
+                let at = text
+                    .find(key.rsplit('.').next().unwrap_or(&key))
+                    .unwrap_or(0);
+                ConfigError::in_file(origin, text, at..at + 1, format!("{key}: {e}"))
+            })?;
+        }
         Ok(cfg)
     }
 
@@ -335,3 +366,24 @@ fn located_in_file(p: Problem, text: &str, origin: &str) -> ConfigError {
 
 #[cfg(test)]
 mod tests;
+
+/// The base preset a config text extends (`extends = "NAME"` at its top level), if any.
+fn extends_of(text: &str) -> Option<String> {
+    let table: toml::Table = toml::from_str(text).ok()?;
+    table.get("extends")?.as_str().map(str::to_owned)
+}
+
+/// Every leaf of `table` as (dotted key, value).
+fn flatten_table(prefix: &str, table: &toml::Table, out: &mut Vec<(String, toml::Value)>) {
+    for (k, v) in table {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(t) => flatten_table(&key, t, out),
+            other => out.push((key, other.clone())),
+        }
+    }
+}

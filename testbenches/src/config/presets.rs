@@ -36,10 +36,24 @@ macro_rules! preset {
 pub const DEFAULT_PRESET: &str = "hvia-ge";
 
 /// Every embedded preset, the default first.
-pub const PRESETS: &[Preset] = &[preset!(
-    "hvia-ge",
-    "the published HVIA-GE system: 2 Pentium III 800 MHz nodes, PCI 32-bit/33 MHz, back to back"
-)];
+pub const PRESETS: &[Preset] = &[
+    preset!(
+        "hvia-ge",
+        "the published HVIA-GE system: 2 Pentium III 800 MHz nodes, PCI 32-bit/33 MHz, back to back"
+    ),
+    preset!(
+        "hvia-ge-64-66",
+        "what-if: system and local PCI at 64 bits / 66 MHz, the FPGA core following the PCI clock"
+    ),
+    preset!(
+        "att-in-host",
+        "what-if: the ATT in host memory, read by the card with DMA (the software-VIA way)"
+    ),
+    preset!(
+        "burst-128",
+        "what-if: 128-byte DMA bursts on the system and local PCI buses"
+    ),
+];
 
 /// The embedded preset called `name`.
 ///

@@ -7,12 +7,12 @@
 //! sources.
 
 use super::world::{Comp, Msg, NodeStore, SystemWorld};
-use crate::config::{PciBusKind, SystemConfig};
+use crate::config::{AttLocation, PciBusKind, SystemConfig};
 use gige_mac::dp83820::{regs, Dp83820Bus, Dp83820Mac, Dp83820Params};
 use gige_mac::gec::{Gec, GecParams};
 use gige_mac::{BufferLayout, BufferRam, GigeParams, Link, MacMsg, PortIndex};
 use host_driver::{HostCpu, HostCpuParams, HostMsg};
-use nic_model::att::{AttManager, AttParams};
+use nic_model::att::{AttManager, AttParams, HostTablePort};
 use nic_model::engine::{Engine, EngineParams, EnginePorts};
 use pci_model::{DmaMaster, HostMemory, PciBus};
 use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, Kernel, Time};
@@ -60,6 +60,8 @@ pub struct NodeIds {
     pub mac_bus: ComponentId,
     /// DP83820 MAC side (`gmii`).
     pub mac_side: ComponentId,
+    /// The host-memory ATT's table port (`pci.system`; idle when the ATT is on the card).
+    pub att_port: ComponentId,
 }
 
 /// A built system: the kernel and the world it runs.
@@ -126,6 +128,7 @@ impl System {
                 local_bus: k.add_component(format!("n{n}.pci.local"), local_d),
                 mac_bus: k.add_component(format!("n{n}.dp83820.bus"), local_d),
                 mac_side: k.add_component(format!("n{n}.dp83820.mac"), gmii_d),
+                att_port: k.add_component(format!("n{n}.card.att_port"), pci_d),
             });
         }
 
@@ -138,10 +141,26 @@ impl System {
             ..BufferLayout::default()
         };
         let ec = &cfg.card.engine;
-        let gige = GigeParams::default();
+        let mut gige = GigeParams::default();
+        gige.link.cable.length = gige_mac::Millimetres::from_metres(cfg.wire.cable_m)
+            .ok_or_else(|| model::<&str>("wire.cable_m")("not a usable length"))?;
+        gige.wire.max_frame_len_no_fcs = cfg.wire.mtu_bytes as usize;
+        gige.wire.min_ifg_bytes = cfg.wire.min_ifg_bytes;
         let link = Link::new(gige.link);
-        let gec_params = GecParams::default();
-        let mac_params = Dp83820Params::default();
+        let local_burst = u64::from(cfg.pci.local.burst_bytes);
+        let gec_params = GecParams {
+            mxdma_bytes: local_burst,
+            ..GecParams::default()
+        };
+        let local_dma = cfg.dma_params(PciBusKind::Local);
+        let mac_params = Dp83820Params {
+            tx_fifo_bytes: u64::from(cfg.mac.tx_fifo_bytes),
+            rx_fifo_bytes: u64::from(cfg.mac.rx_fifo_bytes),
+            latency_timer: local_dma.latency_timer,
+            max_outstanding: local_dma.max_outstanding,
+            cache_line_bytes: local_dma.cache_line_bytes,
+            ..Dp83820Params::default()
+        };
         let mut comps = Vec::new();
         let mut stores = Vec::new();
         let mut macs = Vec::new();
@@ -162,6 +181,7 @@ impl System {
                 header_check_cycles: Cycles(u64::from(ec.header_check_cycles)),
                 max_send_contexts: ec.max_send_contexts as usize,
                 send_fifo_bytes: u64::from(ec.send_fifo_bytes),
+                dma_chunk_bytes: u64::from(cfg.pci.system.burst_bytes),
                 recv_fifo_bytes: u64::from(ec.recv_fifo_bytes),
                 ..EngineParams::default()
             };
@@ -207,7 +227,11 @@ impl System {
                 ..HostCpuParams::default()
             };
             let cpu = HostCpu::new(cpu_params, id.system_bus);
-            let att = AttManager::new(AttParams::default(), None).map_err(model("card.att"))?;
+            let (att_params, table_port) = match cfg.card.att_location {
+                AttLocation::Card => (AttParams::default(), None),
+                AttLocation::Host => (AttParams::host_memory(), Some(id.att_port)),
+            };
+            let att = AttManager::new(att_params.clone(), table_port).map_err(model("card.att"))?;
             let ports = EnginePorts {
                 bus: id.system_bus,
                 dma: id.dma,
@@ -250,6 +274,7 @@ impl System {
             comps.push(Comp::LocalBus(n, Box::new(local)));
             comps.push(Comp::MacBus(n, Box::new(mac_bus)));
             comps.push(Comp::MacSide(n, Box::new(mac_side)));
+            comps.push(Comp::AttPort(n, Box::new(HostTablePort::new(id.dma))));
 
             let seed = cfg.sim.seed ^ ((n as u64 + 1) << 48);
             stores.push(NodeStore {

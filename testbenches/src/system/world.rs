@@ -9,7 +9,7 @@ use gige_mac::dp83820::{Dp83820Bus, Dp83820Mac};
 use gige_mac::gec::Gec;
 use gige_mac::{BufferRam, MacMsg};
 use host_driver::{HostCpu, HostMsg};
-use nic_model::att::AttManager;
+use nic_model::att::{AttManager, HostTablePort};
 use nic_model::engine::Engine;
 use nic_model::NicMsg;
 use pci_model::{DmaMaster, HostMemory, PciBus, PciMsg};
@@ -70,6 +70,8 @@ pub enum Comp {
     MacBus(usize, Box<Dp83820Bus>),
     /// The DP83820, MAC (GMII) side.
     MacSide(usize, Box<Dp83820Mac>),
+    /// The host-memory ATT's table port.
+    AttPort(usize, Box<HostTablePort>),
 }
 
 /// The physical storage of one node.
@@ -155,6 +157,14 @@ impl World<Msg> for SystemWorld {
             }
             (Comp::MacBus(_, d), Msg::Mac(m)) => {
                 d.handle_mac(m, ctx);
+                true
+            }
+            (Comp::AttPort(_, p), Msg::Nic(m)) => {
+                p.on_nic(m, ctx);
+                true
+            }
+            (Comp::AttPort(_, p), Msg::Pci(m)) => {
+                p.on_pci(m, ctx);
                 true
             }
             (Comp::MacSide(_, d), Msg::Mac(m)) => {
