@@ -95,6 +95,7 @@ impl Engine {
             return;
         };
         if h.seq != vi.rx_seq {
+            tracing::warn!(target: "nic::rx", vi = n, expected = vi.rx_seq, got = h.seq, frag_offset = h.frag_offset, "frame out of sequence: its message fails");
             vi.counters.rx_sequence_errors += 1;
             vi.rx_seq = h.seq.wrapping_add(1);
             self.rx_error(
