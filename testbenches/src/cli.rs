@@ -2,14 +2,16 @@
 //! file, `--set` overrides), the subcommands built so far, and what each one prints.
 //!
 //! The contract (names, JSON keys, exit status 2 on bad input) is in the project's
-//! `cli.md`; subcommands arrive with the testbenches that implement them.
+//! `cli.md`; subcommands arrive with the testbenches that implement them. `hvia` without a
+//! subcommand runs the main job, `hvia pingpong` with its defaults.
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 use crate::config::{ConfigError, ConfigSource, SystemConfig, DEFAULT_PRESET, PRESETS};
 use crate::dma::{DmaArgs, DmaError};
 use crate::layout::{LayoutCommand, LayoutError};
+use crate::pingpong_cli::{BreakdownArgs, PingPongArgs, PingPongError, Provenance};
 use crate::report::{aligned, csv, Format};
 
 /// A cycle-accurate simulator of the HVIA-GE card (hardware VIA with RDMA write
@@ -20,7 +22,7 @@ pub struct Cli {
     /// Options every subcommand takes.
     #[command(flatten)]
     pub global: GlobalArgs,
-    /// What to do; none runs the main job.
+    /// What to do; none runs the main job (`hvia pingpong` with its defaults).
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -66,6 +68,13 @@ impl GlobalArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Ping-pong between two nodes over RDMA write or send/receive, swept over message
+    /// sizes: one-way latency (half a round trip) and bandwidth per size. The default
+    /// job of `hvia`.
+    Pingpong(PingPongArgs),
+    /// Per-clock latency breakdown of one one-way message in steady state: which stage
+    /// of which component, in which clock domain, each nanosecond belongs to.
+    Breakdown(BreakdownArgs),
     /// List the embedded presets.
     Presets,
     /// Show the effective configuration (preset or file plus every --set).
@@ -125,6 +134,10 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Dma(#[from] DmaError),
+    /// The options of `hvia pingpong` and `hvia breakdown`.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    PingPong(#[from] PingPongError),
 }
 
 /// Runs the command `cli` describes. Bad input is an `Err` (the binary exits with 2).
@@ -136,38 +149,31 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
     // Every command starts from the effective configuration, so bad input is reported
     // whatever the command.
     let cfg = cli.global.load_config()?;
+    let provenance = || Provenance::of(&cli.global);
     match &cli.command {
-        None => Ok(no_subcommand()),
+        None => Ok(crate::pingpong_cli::run_pingpong(
+            &PingPongArgs::default(),
+            format,
+            &cfg,
+            &provenance(),
+        )?),
+        Some(Command::Pingpong(args)) => Ok(crate::pingpong_cli::run_pingpong(
+            args,
+            format,
+            &cfg,
+            &provenance(),
+        )?),
+        Some(Command::Breakdown(args)) => Ok(crate::pingpong_cli::run_breakdown(
+            args,
+            format,
+            &cfg,
+            &provenance(),
+        )?),
         Some(Command::Presets) => Ok(Outcome::ok(presets(format)?)),
         // `--show` is required by clap, so it is the only thing `config` does.
         Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
         Some(Command::Dma(args)) => Ok(crate::dma::run(args, format, &cfg)?),
-    }
-}
-
-/// `hvia` alone: the ping-pong is the main job, and it does not exist yet.
-fn no_subcommand() -> Outcome {
-    let mut stderr = String::from(
-        "hvia: the ping-pong testbench (the default job) is not built yet.\n\
-         Available subcommands:\n",
-    );
-    let cmd = Cli::command();
-    let rows: Vec<Vec<String>> = cmd
-        .get_subcommands()
-        .map(|s| {
-            vec![
-                format!("  {}", s.get_name()),
-                s.get_about().map(ToString::to_string).unwrap_or_default(),
-            ]
-        })
-        .collect();
-    stderr.push_str(&aligned(&[], &rows));
-    stderr.push_str("Run `hvia --help` for the options.\n");
-    Outcome {
-        stdout: String::new(),
-        stderr,
-        status: 1,
     }
 }
 
@@ -224,6 +230,7 @@ fn show_config(cfg: &SystemConfig, format: Format) -> Result<String, ConfigError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_is_well_formed() {
@@ -250,12 +257,25 @@ mod tests {
     }
 
     #[test]
-    fn no_subcommand_is_honest_and_fails() {
+    fn no_subcommand_is_the_default_ping_pong() {
         let cli = Cli::try_parse_from(["hvia"]).unwrap();
-        let out = run(&cli).unwrap();
-        assert_eq!(out.status, 1);
-        assert!(out.stdout.is_empty());
-        assert!(out.stderr.contains("not built yet"), "{}", out.stderr);
-        assert!(out.stderr.contains("presets") && out.stderr.contains("config"));
+        assert!(cli.command.is_none());
+        let Some(Command::Pingpong(explicit)) =
+            Cli::try_parse_from(["hvia", "pingpong"]).unwrap().command
+        else {
+            panic!("pingpong parses");
+        };
+        let default = PingPongArgs::default();
+        assert_eq!(
+            (default.op, &default.sizes, default.iters, default.warmup),
+            (
+                explicit.op,
+                &explicit.sizes,
+                explicit.iters,
+                explicit.warmup
+            )
+        );
+        assert_eq!(default.sizes.0.first(), Some(&4));
+        assert_eq!(default.sizes.0.last(), Some(&(1 << 20)));
     }
 }

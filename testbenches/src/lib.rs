@@ -5,6 +5,8 @@
 //!   `--config FILE` and `--set KEY=VALUE`, validation with located errors;
 //! - [`cli`]: the `hvia` command line (clap) and its subcommands;
 //! - [`layout`]: `hvia layout`, VI descriptors and ATT entries byte by byte;
+//! - [`pingpong_cli`]: `hvia pingpong` (the main job) and `hvia breakdown`;
+//! - [`system`]: the whole simulated system and its testbenches;
 //! - [`report`]: output as table, JSON or CSV.
 
 #![forbid(unsafe_code)]
@@ -13,5 +15,6 @@ pub mod cli;
 pub mod config;
 pub mod dma;
 pub mod layout;
+pub mod pingpong_cli;
 pub mod report;
 pub mod system;

@@ -1,8 +1,8 @@
 //! The `hvia` command: parses the command line, runs it, prints the result.
 //!
 //! Exit status: 0 on success, 2 on bad input (clap usage errors, every configuration
-//! error and every bad `layout` input, printed to stderr by miette), 1 when the
-//! requested job does not exist yet.
+//! error and every bad option value, printed to stderr by miette), 1 when a simulation
+//! fails (a model error, not the input's).
 
 use clap::Parser;
 use std::io::{IsTerminal, Write};

@@ -44,6 +44,13 @@ pub fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
 /// widest cell (the last column is not padded).
 #[must_use]
 pub fn aligned(header: &[&str], rows: &[Vec<String>]) -> String {
+    columns(header, rows, &[])
+}
+
+/// A text table like [`aligned`], with column `c` right-aligned where `right[c]` is true
+/// (numbers); columns beyond `right` are left-aligned.
+#[must_use]
+pub fn columns(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
     let all: Vec<Vec<&str>> = std::iter::once(header.to_vec())
         .filter(|h| !h.is_empty())
         .chain(rows.iter().map(|r| r.iter().map(String::as_str).collect()))
@@ -62,10 +69,16 @@ pub fn aligned(header: &[&str], rows: &[Vec<String>]) -> String {
     for row in &all {
         let mut line = String::new();
         for (c, cell) in row.iter().enumerate() {
-            if c + 1 == row.len() {
+            let last = c + 1 == row.len();
+            if right.get(c).copied().unwrap_or(false) {
+                let _ = write!(line, "{cell:>w$}", w = widths[c]);
+            } else if last {
                 line.push_str(cell);
             } else {
-                let _ = write!(line, "{cell:<w$}  ", w = widths[c]);
+                let _ = write!(line, "{cell:<w$}", w = widths[c]);
+            }
+            if !last {
+                line.push_str("  ");
             }
         }
         out.push_str(line.trim_end());
@@ -99,5 +112,21 @@ mod tests {
             &[vec!["a".into(), "b".into()], vec!["ccc".into(), "d".into()]],
         );
         assert_eq!(t, "a    b\nccc  d\n");
+    }
+
+    #[test]
+    fn columns_right_aligns_numbers() {
+        let t = columns(
+            &["SIZE", "NAME", "NS"],
+            &[
+                vec!["4".into(), "ab".into(), "1.5".into()],
+                vec!["1024".into(), "c".into(), "12.25".into()],
+            ],
+            &[true, false, true],
+        );
+        assert_eq!(
+            t,
+            "SIZE  NAME     NS\n   4  ab      1.5\n1024  c     12.25\n"
+        );
     }
 }

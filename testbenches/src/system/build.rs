@@ -256,13 +256,17 @@ impl System {
                 id.mac_side,
                 Some(id.gec),
             );
-            let mac_side = Dp83820Mac::new(
+            let mut mac_side = Dp83820Mac::new(
                 &mac_params,
                 &gige.wire,
                 id.mac_bus,
                 link.attachment(far.mac_side, PortIndex(0)),
                 (n as u64) << 32,
             );
+            if trace {
+                // Keep the frames each MAC puts on the wire, for `--pcap`.
+                mac_side.tx_mut().enable_capture();
+            }
 
             // Registration order must match `NodeIds`.
             comps.push(Comp::Cpu(n, Box::new(cpu)));

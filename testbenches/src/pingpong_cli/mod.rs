@@ -1,0 +1,372 @@
+//! `hvia pingpong` and `hvia breakdown`: the ping-pong between two nodes, swept over
+//! message sizes, and the per-clock breakdown of one one-way message.
+//!
+//! Both run the whole-system testbench of [`crate::system`]. A sweep runs its sizes in
+//! parallel (rayon): each size is an independent, deterministic simulation, so the result
+//! is the same as a serial run, and it is printed in size order. The trace options write
+//! files from one traced run (the first size of a sweep, or the broken-down message's
+//! run): `--perfetto` (Chrome trace-event JSON), `--vcd` (state machines), `--pcap` (the
+//! frames on the wire); `--plot` draws the sweep (or the breakdown) as SVG or PNG.
+//!
+//! Files: this one (options, the two commands), `parse` (option values), `sweep` (the
+//! parallel sweep), `out` and `bd_out` (table, JSON, CSV), `files` (output paths),
+//! `plot`, `perfetto`, `vcd_out`, `pcap_out` (the files).
+
+mod bd_out;
+mod files;
+mod out;
+mod parse;
+mod pcap_out;
+mod perfetto;
+mod plot;
+mod sweep;
+mod vcd_out;
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+use crate::cli::{GlobalArgs, Outcome};
+use crate::config::{ConfigSource, SystemConfig};
+use crate::report::Format;
+use crate::system::{self, breakdown, Op, PingPongSpec, RunError};
+
+pub use parse::{
+    parse_iters, parse_size, parse_sizes, parse_warmup, SizeList, DEFAULT_SIZES, MAX_ITERS,
+    MAX_SIZE,
+};
+pub use sweep::{SizeResult, Sweep};
+
+/// The VIA operation that carries the messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OpArg {
+    /// RDMA write; the receiver polls the last byte of its buffer.
+    RdmaWrite,
+    /// Send / receive; the receiver waits on its receive descriptor.
+    SendRecv,
+}
+
+impl From<OpArg> for Op {
+    fn from(op: OpArg) -> Self {
+        match op {
+            OpArg::RdmaWrite => Op::RdmaWrite,
+            OpArg::SendRecv => Op::SendRecv,
+        }
+    }
+}
+
+/// The trace and plot files of `pingpong` and `breakdown`.
+#[derive(Clone, Debug, Default, Args)]
+pub struct TraceArgs {
+    /// Write the state machines of a traced run as a VCD waveform (one string-valued
+    /// wire per component state machine, times in ps).
+    #[arg(long, value_name = "FILE")]
+    pub vcd: Option<PathBuf>,
+    /// Write the Ethernet frames of a traced run as they left each DP83820 (pcap,
+    /// nanosecond timestamps).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Write every trace span of a traced run as Chrome trace-event JSON (open it in
+    /// ui.perfetto.dev or chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
+    /// Draw the results: latency and bandwidth against size (pingpong), or the stages
+    /// on a time line (breakdown); FILE ends in .svg or .png.
+    #[arg(long, value_name = "FILE.svg|.png")]
+    pub plot: Option<PathBuf>,
+}
+
+impl TraceArgs {
+    /// Whether a traced run is needed (any of `--vcd`, `--pcap`, `--perfetto`).
+    #[must_use]
+    pub fn wants_trace(&self) -> bool {
+        self.vcd.is_some() || self.pcap.is_some() || self.perfetto.is_some()
+    }
+}
+
+/// Options of `hvia pingpong`.
+#[derive(Clone, Debug, Args)]
+pub struct PingPongArgs {
+    /// The operation: `rdma-write` or `send-recv`.
+    #[arg(long, value_enum, default_value_t = OpArg::RdmaWrite)]
+    pub op: OpArg,
+    /// Message sizes in bytes: a list (`4,64,1024`), a range of powers of two
+    /// (`4..1048576`), or both (`4..64,1500`).
+    #[arg(long, value_name = "SIZES", default_value = DEFAULT_SIZES, value_parser = parse_sizes)]
+    pub sizes: SizeList,
+    /// Measured round trips per size.
+    #[arg(long, value_name = "N", default_value = "10", value_parser = parse_iters)]
+    pub iters: u32,
+    /// Warm-up round trips per size, before the measured ones.
+    #[arg(long, value_name = "N", default_value = "2", value_parser = parse_warmup)]
+    pub warmup: u32,
+    /// Trace and plot files.
+    #[command(flatten)]
+    pub trace: TraceArgs,
+}
+
+impl Default for PingPongArgs {
+    /// What `hvia pingpong` without options runs (and `hvia` alone).
+    fn default() -> Self {
+        Self {
+            op: OpArg::RdmaWrite,
+            sizes: parse_sizes(DEFAULT_SIZES).unwrap_or_else(|_| SizeList(vec![4])),
+            iters: 10,
+            warmup: 2,
+            trace: TraceArgs::default(),
+        }
+    }
+}
+
+/// Options of `hvia breakdown`.
+#[derive(Clone, Debug, Args)]
+pub struct BreakdownArgs {
+    /// The operation: `rdma-write` or `send-recv`.
+    #[arg(long, value_enum, default_value_t = OpArg::RdmaWrite)]
+    pub op: OpArg,
+    /// Message size in bytes.
+    #[arg(long, value_name = "N", default_value = "4", value_parser = parse_size)]
+    pub size: u32,
+    /// Trace and plot files.
+    #[command(flatten)]
+    pub trace: TraceArgs,
+}
+
+/// Warm-up round trips before the broken-down message (as [`breakdown::measure`] runs).
+pub const BREAKDOWN_WARMUP: u32 = 2;
+
+/// Bad input to `hvia pingpong` or `hvia breakdown` that the option parsers cannot see
+/// alone: an output file that cannot be written, a plot that is neither SVG nor PNG.
+/// The binary exits with 2.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum PingPongError {
+    /// An option's value.
+    #[error("{option}: {message}")]
+    #[diagnostic(code(hvia::pingpong::input))]
+    Input {
+        /// The option, e.g. `--plot`.
+        option: &'static str,
+        /// What is wrong with its value.
+        message: String,
+    },
+}
+
+/// Where the configuration came from, for the reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Provenance {
+    /// The preset's name (none for `--config FILE`).
+    pub preset: Option<String>,
+    /// The config file (for `--config FILE`).
+    pub config_file: Option<String>,
+    /// Every `--set`, in order.
+    pub overrides: Vec<String>,
+}
+
+impl Provenance {
+    /// What `global` says.
+    #[must_use]
+    pub fn of(global: &GlobalArgs) -> Self {
+        let (preset, config_file) = match global.source() {
+            ConfigSource::Preset(name) => (Some(name), None),
+            ConfigSource::File(path) => (None, Some(path.display().to_string())),
+        };
+        Self {
+            preset,
+            config_file,
+            overrides: global.sets.clone(),
+        }
+    }
+
+    /// One phrase for a table's title, e.g. `preset hvia-ge` or `config what-if.toml`.
+    #[must_use]
+    pub fn label(&self) -> String {
+        let base = match (&self.preset, &self.config_file) {
+            (Some(p), _) => format!("preset {p}"),
+            (None, Some(f)) => format!("config {f}"),
+            (None, None) => "config".to_owned(),
+        };
+        if self.overrides.is_empty() {
+            base
+        } else {
+            format!("{base} with --set {}", self.overrides.join(" --set "))
+        }
+    }
+}
+
+/// A run that failed: not bad input, so the binary exits with 1.
+fn failed(command: &str, what: &str, e: &RunError) -> Outcome {
+    tracing::error!(target: "hvia", command, what, error = %e, "simulation failed");
+    Outcome {
+        stdout: String::new(),
+        stderr: format!("hvia {command}: the simulation of {what} failed: {e}\n"),
+        status: 1,
+    }
+}
+
+/// Writes the trace files `trace` asks for from a traced run of `spec`. Returns the
+/// warnings to print, or the outcome of a failed run.
+fn write_traces(
+    cfg: &SystemConfig,
+    spec: PingPongSpec,
+    trace: &TraceArgs,
+    command: &str,
+) -> Result<Result<String, Outcome>, PingPongError> {
+    if !trace.wants_trace() {
+        return Ok(Ok(String::new()));
+    }
+    let what = format!("the traced run ({} bytes)", spec.size);
+    let mut run = match system::run_pingpong(cfg, spec) {
+        Ok(run) => run,
+        Err(e) => return Ok(Err(failed(command, &what, &e))),
+    };
+    let mut warnings = String::new();
+    if let Some(path) = &trace.perfetto {
+        let mut w = files::create("--perfetto", path)?;
+        let n = perfetto::write(&mut w, &run.system)
+            .and_then(|n| w.finish().map(|()| n))
+            .map_err(|e| files::write_error("--perfetto", path, &e))?;
+        tracing::info!(target: "hvia", path = %path.display(), events = n, "perfetto trace written");
+    }
+    if let Some(path) = &trace.vcd {
+        let mut w = files::create("--vcd", path)?;
+        let n = vcd_out::write(&mut w, &run.system)
+            .and_then(|n| w.finish().map(|()| n))
+            .map_err(|e| files::write_error("--vcd", path, &e))?;
+        tracing::info!(target: "hvia", path = %path.display(), wires = n, "vcd written");
+    }
+    if let Some(path) = &trace.pcap {
+        let w = files::create("--pcap", path)?;
+        let n = pcap_out::write(w, &mut run.system)
+            .map_err(|e| files::write_error("--pcap", path, &e))?;
+        tracing::info!(target: "hvia", path = %path.display(), frames = n, "pcap written");
+        if n == 0 {
+            warnings.push_str(pcap_out::NO_FRAMES_WARNING);
+        }
+    }
+    Ok(Ok(warnings))
+}
+
+/// Runs `hvia pingpong` (and `hvia` alone) and returns what to print.
+///
+/// # Errors
+/// A [`PingPongError`] for bad input. A run that fails is an [`Outcome`] with status 1.
+pub fn run_pingpong(
+    args: &PingPongArgs,
+    format: Format,
+    cfg: &SystemConfig,
+    provenance: &Provenance,
+) -> Result<Outcome, PingPongError> {
+    let plot = files::check_outputs(&args.trace)?;
+    let op = Op::from(args.op);
+    let sizes = &args.sizes.0;
+    let sweep = match sweep::run(cfg, op, sizes, args.iters, args.warmup) {
+        Ok(s) => s,
+        Err((size, e)) => return Ok(failed("pingpong", &format!("{size} bytes"), &e)),
+    };
+    let first = sizes.first().copied().unwrap_or(4);
+    let spec = PingPongSpec {
+        op,
+        size: first,
+        iterations: args.iters,
+        warmup: args.warmup,
+        trace: true,
+    };
+    let warnings = match write_traces(cfg, spec, &args.trace, "pingpong")? {
+        Ok(w) => w,
+        Err(outcome) => return Ok(outcome),
+    };
+    if let (Some(path), Some(kind)) = (&args.trace.plot, plot) {
+        plot::sweep(path, kind, &sweep, provenance)
+            .map_err(|e| files::write_error("--plot", path, &e))?;
+    }
+    let stdout = match format {
+        Format::Table => out::table(&sweep, provenance),
+        Format::Csv => out::csv_doc(&sweep),
+        Format::Json => out::json(&sweep, provenance).map_err(|e| PingPongError::Input {
+            option: "--format",
+            message: e.to_string(),
+        })?,
+    };
+    Ok(Outcome {
+        stdout,
+        stderr: warnings,
+        status: 0,
+    })
+}
+
+/// Runs `hvia breakdown` and returns what to print.
+///
+/// # Errors
+/// A [`PingPongError`] for bad input. A run that fails is an [`Outcome`] with status 1.
+pub fn run_breakdown(
+    args: &BreakdownArgs,
+    format: Format,
+    cfg: &SystemConfig,
+    provenance: &Provenance,
+) -> Result<Outcome, PingPongError> {
+    let plot = files::check_outputs(&args.trace)?;
+    let op = Op::from(args.op);
+    let bd = match breakdown::measure(cfg, op, args.size) {
+        Ok(b) => b,
+        Err(e) => return Ok(failed("breakdown", &format!("{} bytes", args.size), &e)),
+    };
+    let spec = PingPongSpec {
+        op,
+        size: args.size,
+        iterations: 1,
+        warmup: BREAKDOWN_WARMUP,
+        trace: true,
+    };
+    let warnings = match write_traces(cfg, spec, &args.trace, "breakdown")? {
+        Ok(w) => w,
+        Err(outcome) => return Ok(outcome),
+    };
+    if let (Some(path), Some(kind)) = (&args.trace.plot, plot) {
+        plot::breakdown(path, kind, &bd, provenance)
+            .map_err(|e| files::write_error("--plot", path, &e))?;
+    }
+    let stdout = match format {
+        Format::Table => bd_out::table(&bd, provenance),
+        Format::Csv => bd_out::csv_doc(&bd),
+        Format::Json => bd_out::json(&bd).map_err(|e| PingPongError::Input {
+            option: "--format",
+            message: e.to_string(),
+        })?,
+    };
+    Ok(Outcome {
+        stdout,
+        stderr: warnings,
+        status: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_run_exits_with_1_and_says_why() {
+        let out = failed("pingpong", "64 bytes", &RunError::Misrouted(3));
+        assert_eq!(out.status, 1);
+        assert!(out.stdout.is_empty());
+        assert_eq!(
+            out.stderr,
+            "hvia pingpong: the simulation of 64 bytes failed: 3 messages were misrouted\n"
+        );
+    }
+
+    #[test]
+    fn provenance_labels() {
+        let p = Provenance {
+            preset: Some("hvia-ge".into()),
+            config_file: None,
+            overrides: vec!["a=1".into(), "b=2".into()],
+        };
+        assert_eq!(p.label(), "preset hvia-ge with --set a=1 --set b=2");
+        let p = Provenance {
+            preset: None,
+            config_file: Some("x.toml".into()),
+            overrides: Vec::new(),
+        };
+        assert_eq!(p.label(), "config x.toml");
+    }
+}
