@@ -26,7 +26,8 @@
 //! | [`dp83820`] | [`Dp83820Bus`] (registers, DMA engines) and [`Dp83820Mac`] (FIFOs at the wire) |
 //! | [`testbench`] | the DP83820's DMA over the local bus against the GEC's RAM (`hvia dma --bus local`) |
 //! | [`frame`] | building and checking Ethernet frames (pad, FCS); [`Frame`] in flight |
-//! | [`gmii`] | [`GmiiTx`]: preamble, SFD, frame, IFG on the 125 MHz clock; queue; stats |
+//! | [`gmii`] | [`GmiiTx`]: preamble, SFD, frame, IFG on the 125 MHz clock; queue; PAUSE gate; stats |
+//! | [`pause`] | IEEE 802.3x MAC Control frames: building and reading PAUSE, the pause quantum |
 //! | [`rx`] | [`RxFrame`] (bytes arriving one per clock), [`GmiiRx`] (pairing, FCS check) |
 //! | [`phy`] | the DP83861 PHY as transmit and receive pipeline latencies |
 //! | [`cable`] | cable propagation |
@@ -43,6 +44,9 @@
 //! its far end) and a [`GmiiRx`]. It routes [`MacMsg::TxWake`] to [`GmiiTx::wake`], hands
 //! frames to [`GmiiTx::enqueue`], and gives [`MacMsg::RxStart`] / [`MacMsg::RxEnd`] to its
 //! receiver; between the two, [`RxFrame::arrived`] shows the bytes received so far.
+//! A MAC that obeys PAUSE frames calls [`GmiiTx::pause`] and routes
+//! [`MacMsg::TxPauseEnd`] to [`GmiiTx::pause_end`] (the DP83820 does; [`MacPort`] and the
+//! switch do not).
 //! [`MacPort`] is exactly that and nothing more. Handlers are generic over the system
 //! message type: `fn handle<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>)`.
 //!
@@ -62,6 +66,7 @@ pub mod gmii;
 pub mod link;
 pub mod msg;
 pub mod params;
+pub mod pause;
 pub mod pcap;
 pub mod phy;
 pub mod port;
@@ -72,8 +77,8 @@ pub mod testbench;
 pub use buffer_ram::{BufferError, BufferLayout, BufferRam};
 pub use cable::Millimetres;
 pub use dp83820::{
-    BusSideStats, Dp83820Bus, Dp83820Mac, Dp83820Params, MacSideStats, RxEndStatus, RxState,
-    TxChunk, TxState,
+    BusSideStats, Dp83820Bus, Dp83820Mac, Dp83820Params, FlowControl, MacSideStats, RxEndStatus,
+    RxState, TxChunk, TxState,
 };
 pub use frame::{FcsError, Frame, FrameError, FrameId, FrameLimits};
 pub use gec::{Gec, GecParams, GecState, GecStats};

@@ -19,6 +19,8 @@
 //! | [`MacMsg::MacConfig`], [`MacMsg::MacTxData`], [`MacMsg::MacRxDrained`] | DP83820 bus side | DP83820 MAC side | one `gmii` cycle later (clock crossing) |
 //! | [`MacMsg::MacTxStatus`], [`MacMsg::MacRxFrame`], [`MacMsg::MacRxEnd`] | DP83820 MAC side | DP83820 bus side | one local-bus cycle later (clock crossing) |
 //! | [`MacMsg::MacBusWake`] | the DP83820 bus side, to itself | itself | when receive data will be visible |
+//! | [`MacMsg::TxPauseEnd`] | a paused GMII transmitter, to itself | its owner | the edge its PAUSE gate opens |
+//! | [`MacMsg::MacPauseRefresh`] | the DP83820 MAC side, to itself | itself | when its own PAUSE is due to be re-sent |
 //!
 //! The enum is `#[non_exhaustive]` so that matches elsewhere allow for new variants.
 
@@ -175,6 +177,16 @@ pub enum MacMsg {
     },
     /// DP83820 bus side -> itself: receive bytes may have become visible.
     MacBusWake,
+    /// Internal wake-up of the GMII transmitter of `port`, held by a received PAUSE: the
+    /// pause may be over on this edge (see [`crate::gmii::pause`]). Owners route it to
+    /// [`crate::GmiiTx::pause_end`].
+    TxPauseEnd {
+        /// Which transmitter of the receiving component.
+        port: PortIndex,
+    },
+    /// DP83820 MAC side -> itself: the PAUSE it sent may need re-sending (its RX FIFO is
+    /// still above the low-water mark; see [`crate::dp83820::flow`]).
+    MacPauseRefresh,
     /// Internal to a switch: the forwarding latency of a good frame received on `in_port`
     /// has passed; look up its destination and queue it on the output port(s).
     SwitchForward {
@@ -211,6 +223,8 @@ impl MacMsg {
             MacMsg::MacRxEnd { .. } => "mac-rx-end",
             MacMsg::MacRxDrained { .. } => "mac-rx-drained",
             MacMsg::MacBusWake => "mac-bus-wake",
+            MacMsg::TxPauseEnd { .. } => "tx-pause-end",
+            MacMsg::MacPauseRefresh => "mac-pause-refresh",
         }
     }
 }

@@ -79,6 +79,15 @@ impl RxFrame {
         self.frame.len()
     }
 
+    /// The bytes known so far, whether they have arrived or not. Only for a MAC's
+    /// receive filter, which decides on the header (destination address, type) before
+    /// anything behind it can act on the frame; a model must otherwise use
+    /// [`RxFrame::arrived`].
+    #[must_use]
+    pub(crate) fn known(&self) -> &[u8] {
+        self.frame.bytes()
+    }
+
     /// Whether every byte of the frame is known (not a partial frame).
     #[must_use]
     pub fn is_whole(&self) -> bool {

@@ -13,7 +13,10 @@
 //! ```
 //!
 //! Store and forward: nothing is forwarded before the frame's last byte has arrived and its
-//! FCS checked (IEEE 802.1D: frames with FCS errors are discarded). Each output port has
+//! FCS checked (IEEE 802.1D: frames with FCS errors are discarded). MAC Control frames
+//! (Length/Type 0x8808, e.g. a node's PAUSE) end at the receiving port's MAC (IEEE 802.3
+//! clause 31) and are never forwarded; the switch's ports do not model flow control, so
+//! they are counted and dropped. Each output port has
 //! its own GMII transmitter ([`GmiiTx`]) and queue, so ports send in parallel and a port
 //! receiving traffic from several inputs queues it. The learning table is a `BTreeMap`
 //! ([`LearningTable`]) and flooding goes in port order: the switch is deterministic.
@@ -28,6 +31,7 @@ use crate::gmii::{GmiiTx, TxRefused};
 use crate::link::Attachment;
 use crate::msg::{MacMsg, PortIndex};
 use crate::params::{SwitchParams, WireParams};
+use crate::pause::is_mac_control;
 use crate::rx::{GmiiRx, RxError};
 use sim_kernel::{Ctx, Duration};
 
@@ -127,6 +131,8 @@ pub struct SwitchPortStats {
     pub queued_out: u64,
     /// Of those, copies made by flooding.
     pub flooded_out: u64,
+    /// MAC Control frames (PAUSE) received: consumed, never forwarded.
+    pub control_consumed: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -218,6 +224,10 @@ impl Switch {
         };
         let id = frame.id();
         match p.rx.end(frame, ctx.now()) {
+            Ok(r) if is_mac_control(r.frame.bytes()) => {
+                p.stats.control_consumed += 1;
+                tracing::debug!(target: "mac::switch", port = port.0, id = id.0, "MAC Control frame consumed");
+            }
             Ok(r) => {
                 p.stats.received += 1;
                 if let Some(src) = r.frame.src() {

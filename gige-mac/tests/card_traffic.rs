@@ -5,7 +5,7 @@
 mod card;
 
 use card::{frame_bytes, run_until_ready, two_cards, Setup, Sys};
-use gige_mac::{BufferLayout, GecParams, RxState};
+use gige_mac::{BufferLayout, Dp83820Params, FlowControl, GecParams, RxState};
 use proptest::prelude::*;
 use sim_kernel::{Cycles, MsgId};
 
@@ -207,10 +207,14 @@ fn slow_release_keeps_order_and_slot_limits() {
 fn rx_slot_exhaustion_fills_the_fifo_and_counts_overflows() {
     // Card 1's engine never releases: 4 frames land in the 4 RX buffers, the next ones
     // wait in the 32 KB RX FIFO (21 frames of 1518 bytes fit: 31 878 bytes), the rest
-    // overflow, counted.
+    // overflow, counted. Flow control off (with it, see tests/flow_control.rs).
     let lens = vec![1514usize; 40];
     let s = Setup {
         release: None,
+        mac: Dp83820Params {
+            flow: FlowControl::off(),
+            ..Dp83820Params::default()
+        },
         ..Setup::default()
     };
     let (mut k, mut w) = traffic(&s, &[(0, lens)]);

@@ -218,3 +218,27 @@ fn eight_nodes_all_to_all() {
         assert_eq!(got, want, "node {j}");
     }
 }
+
+/// A PAUSE (MAC Control, 0x8808, to 01-80-C2-00-00-01) ends at the switch port's MAC:
+/// never forwarded, even though its destination is a group address; counted.
+#[test]
+fn mac_control_frames_are_consumed_not_forwarded() {
+    let p = GigeParams::default();
+    let (mut k, mut net, n, sw) = star(3, &p);
+    let pause = gige_mac::pause::build_pause(mac(1), 0xFFFE).unwrap();
+    send(
+        &mut k,
+        n[0],
+        Time::ZERO,
+        Frame::new(gige_mac::FrameId(9), sim_kernel::MsgId(9), pause),
+    );
+    k.run_to_idle(&mut net);
+    assert!(net.port(n[1]).inbox().is_empty() && net.port(n[2]).inbox().is_empty());
+    let s = net.switch(sw).port_stats(PortIndex(0)).copied().unwrap();
+    assert_eq!((s.control_consumed, s.received), (1, 0));
+    assert_eq!(
+        net.switch(sw).table().lookup(mac(1)),
+        None,
+        "not learned either"
+    );
+}

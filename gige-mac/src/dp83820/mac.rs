@@ -12,9 +12,14 @@
 //! if it fits; the verdict goes to the bus side as [`MacMsg::MacRxEnd`]. Bytes leave the
 //! FIFO's count when the bus side reports them drained.
 //!
+//! Flow control (IEEE 802.3x PAUSE: sent at the RX FIFO's high-water mark, obeyed when
+//! received; MAC Control frames never reach the bus side) is in [`super::flow`].
+//!
 //! Ports: `bus_side`, `link` (the [`Attachment`] of its transmitter). Statistics:
 //! [`MacSideStats`], the transmitter's and receiver's own.
 
+use super::flow::FlowState;
+use super::params::FlowControl;
 use super::regs::{RxCfg, TxCfg};
 use super::{RxEndStatus, TxChunk};
 use crate::frame::{fcs, finish, Frame, FrameId, FrameLimits};
@@ -23,10 +28,11 @@ use crate::gmii::GmiiTx;
 use crate::link::Attachment;
 use crate::msg::{MacMsg, PortIndex};
 use crate::params::WireParams;
+use crate::pause::is_mac_control;
 use crate::rx::GmiiRx;
 use sim_kernel::{ComponentId, Ctx, MsgId, Time};
 use std::collections::VecDeque;
-use via_abi::ethernet::{FCS_LEN, MIN_FRAME_LEN_NO_FCS};
+use via_abi::ethernet::{MacAddr, FCS_LEN, MIN_FRAME_LEN_NO_FCS};
 
 /// What the MAC side counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -47,6 +53,18 @@ pub struct MacSideStats {
     pub rx_fifo_peak: u64,
     /// Messages it had no use for.
     pub unexpected: u64,
+    /// PAUSE frames sent with a non-zero `pause_time` (high-water mark and re-sends).
+    pub pause_sent: u64,
+    /// Of those, re-sent because the FIFO was still above the low-water mark.
+    pub pause_refreshes: u64,
+    /// PAUSE frames sent with `pause_time` 0 (resume at the low-water mark).
+    pub resume_sent: u64,
+    /// Valid PAUSE frames received and obeyed.
+    pub pause_received: u64,
+    /// Other MAC Control frames received (or PAUSE with flow control off): consumed.
+    pub control_ignored: u64,
+    /// GMII clocks a ready frame was held back by a received PAUSE \[8 ns cycles\].
+    pub paused_cycles: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -67,17 +85,19 @@ struct Assembling {
 #[derive(Clone, Debug)]
 pub struct Dp83820Mac {
     bus_side: ComponentId,
-    id_base: u64,
+    pub(super) id_base: u64,
     rx_fifo_bytes: u64,
-    tx: GmiiTx,
-    rx: GmiiRx,
+    pub(super) tx: GmiiTx,
+    pub(super) rx: GmiiRx,
     txcfg: TxCfg,
     rxcfg: RxCfg,
     frames: VecDeque<Assembling>,
     rx_seq: u64,
     rx_whole: bool,
-    rx_fifo_used: u64,
-    stats: MacSideStats,
+    pub(super) rx_fifo_used: u64,
+    pub(super) stats: MacSideStats,
+    pub(super) flow: FlowControl,
+    pub(super) fc: FlowState,
 }
 
 impl Dp83820Mac {
@@ -104,6 +124,8 @@ impl Dp83820Mac {
             rx_whole: true,
             rx_fifo_used: 0,
             stats: MacSideStats::default(),
+            flow: params.flow,
+            fc: FlowState::default(),
         }
     }
 
@@ -144,6 +166,11 @@ impl Dp83820Mac {
 
     /// Handles one message.
     pub fn handle<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>) {
+        self.dispatch(msg, ctx);
+        self.stats.paused_cycles = self.tx.stats().paused.0;
+    }
+
+    fn dispatch<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>) {
         match msg {
             MacMsg::MacConfig { txcfg, rxcfg } => {
                 self.txcfg = TxCfg::decode(txcfg);
@@ -151,6 +178,12 @@ impl Dp83820Mac {
             }
             MacMsg::MacTxData(chunk) => self.tx_data(chunk, ctx),
             MacMsg::TxWake { .. } => self.tx_wake(ctx),
+            MacMsg::TxPauseEnd { .. } => self.tx.pause_end(ctx),
+            MacMsg::MacPauseRefresh => self.pause_refresh(ctx),
+            // MAC Control frames (PAUSE) stay on the MAC side (see `flow`).
+            MacMsg::RxStart { frame, .. } if self.control_start(&frame) => {}
+            MacMsg::RxData { .. } if self.fc.rx_control => {}
+            MacMsg::RxEnd { frame, .. } if self.fc.rx_control => self.control_end(frame, ctx),
             MacMsg::RxStart { frame, .. } => {
                 self.rx.start(&frame);
                 self.rx_seq += 1;
@@ -180,6 +213,7 @@ impl Dp83820Mac {
             MacMsg::RxEnd { frame, .. } => self.rx_end(frame, ctx),
             MacMsg::MacRxDrained { bytes } => {
                 self.rx_fifo_used = self.rx_fifo_used.saturating_sub(u64::from(bytes));
+                self.flow_after_drain(ctx);
             }
             other => {
                 self.stats.unexpected += 1;
@@ -203,15 +237,23 @@ impl Dp83820Mac {
             self.rx_whole = true;
         }
         let status = match self.rx.end(frame, ctx.now()) {
-            Ok(_) if self.rx_fifo_used + len > self.rx_fifo_bytes => {
+            Ok(r) if is_mac_control(r.frame.bytes()) => {
+                // Streamed with a header not known at its start: still never the host's.
+                self.stats.control_ignored += 1;
+                RxEndStatus::Bad
+            }
+            Ok(r) if self.rx_fifo_used + len > self.rx_fifo_bytes => {
+                self.learn_station(r.frame.dst());
                 self.stats.rx_overflows += 1;
                 tracing::debug!(target: "mac::rx", seq, used = self.rx_fifo_used, "RX FIFO full: frame dropped");
                 RxEndStatus::Overflow
             }
-            Ok(_) => {
+            Ok(r) => {
+                self.learn_station(r.frame.dst());
                 self.stats.rx_good += 1;
                 self.rx_fifo_used += len;
                 self.stats.rx_fifo_peak = self.stats.rx_fifo_peak.max(self.rx_fifo_used);
+                self.flow_after_admit(ctx);
                 RxEndStatus::Good {
                     len: u32::try_from(len).unwrap_or(u32::MAX),
                 }
@@ -251,6 +293,10 @@ impl Dp83820Mac {
                 return;
             }
         };
+        if c.offset == 0 {
+            let src = c.data.get(6..12).and_then(|b| <[u8; 6]>::try_from(b).ok());
+            self.learn_station(src.map(MacAddr));
+        }
         if let Some(f) = self.frames.get_mut(pos) {
             let room = f.len.saturating_sub(f.data.len());
             f.data.extend_from_slice(&c.data[..room.min(c.data.len())]);
@@ -335,6 +381,9 @@ impl Dp83820Mac {
         let Some(done) = self.tx.wake(ctx) else {
             return;
         };
+        if self.control_sent(&done, ctx) {
+            return;
+        }
         let Some(pos) = self.frames.iter().position(|f| f.id == done.frame.id) else {
             self.stats.unexpected += 1;
             return;

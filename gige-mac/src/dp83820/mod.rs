@@ -43,6 +43,14 @@
 //! FIFO until an RXE. FIFO space of a frame is freed when it has left the FIFO
 //! (write-back done), so early DMA never makes room sooner than that (conservative).
 //!
+//! **Flow control** ([`flow`], IEEE 802.3x): when the RX FIFO passes its high-water mark
+//! the MAC side sends a PAUSE ahead of its queued frames, re-sends it while the FIFO
+//! stays above the low-water mark and sends a resume (`pause_time` 0) below it; a PAUSE
+//! it receives stops its transmitter from starting data frames for `pause_time` x 512
+//! bit times after the frame in progress ([`crate::gmii::pause`]). MAC Control frames
+//! are consumed by the MAC side and never reach the bus side. Parameters:
+//! [`FlowControl`] (in [`Dp83820Params::flow`]).
+//!
 //! **Trace spans** (stage names are stable; per frame message, contiguous along the
 //! one-way path, each written by the component where the frame waits):
 //!
@@ -66,6 +74,7 @@
 //! `tracing` targets: `mac::tx`, `mac::rx`.
 
 pub mod bus;
+pub mod flow;
 pub mod mac;
 pub mod params;
 pub mod regs;
@@ -74,7 +83,7 @@ pub mod tx_dma;
 
 pub use bus::{BusSideStats, Dp83820Bus};
 pub use mac::{Dp83820Mac, MacSideStats};
-pub use params::Dp83820Params;
+pub use params::{Dp83820Params, FlowControl};
 pub use rx_dma::RxState;
 pub use tx_dma::TxState;
 

@@ -24,6 +24,10 @@
 //! [`MacMsg::RxEnd`] when its last is. The link is a pure delay line, so both can be
 //! scheduled at once; this also keeps a zero-latency link exact.
 //!
+//! **Flow control** ([`pause`]): a received PAUSE closes a gate on *starting* data frames
+//! until a given edge (state `Paused` while a frame waits); MAC Control frames queued with
+//! [`GmiiTx::enqueue_control`] go ahead of data frames and pass the gate.
+//!
 //! **Streamed frames** ([`stream`]): a MAC that starts a frame before all its bytes are in
 //! its FIFO (cut-through: the DP83820 below its drain threshold) queues a prefix with
 //! [`GmiiTx::enqueue_partial`] and appends with [`GmiiTx::extend`]. `RxStart` then carries
@@ -43,6 +47,7 @@ use sim_kernel::{Ctx, Cycles, Fsm, Priority, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::ethernet::{PREAMBLE_LEN, SFD_LEN};
 
+pub mod pause;
 pub mod stream;
 pub mod types;
 
@@ -62,6 +67,9 @@ pub enum GmiiState {
     Data,
     /// Inter-frame gap after the FCS; TX_EN off, no frame may start.
     Ifg,
+    /// A data frame waits but a received PAUSE forbids starting it (IEEE 802.3 Annex
+    /// 31B.3.7); TX_EN off. MAC Control frames may still start.
+    Paused,
 }
 
 impl StateName for GmiiState {
@@ -71,6 +79,7 @@ impl StateName for GmiiState {
             GmiiState::Preamble => "preamble",
             GmiiState::Data => "data",
             GmiiState::Ifg => "ifg",
+            GmiiState::Paused => "paused",
         }
     }
 }
@@ -80,6 +89,8 @@ impl StateName for GmiiState {
 struct Queued {
     frame: Frame,
     total: usize,
+    /// A MAC Control frame: ahead of data frames, not held by a pause, no trace spans.
+    control: bool,
 }
 
 /// The frame being sent.
@@ -96,6 +107,7 @@ struct OnWire {
     /// `RxStart` has been sent (the frame is past its preamble).
     announced: bool,
     underrun: bool,
+    control: bool,
 }
 
 /// The GMII transmitter of one port, embedded in the component that owns the port (a MAC
@@ -112,6 +124,12 @@ pub struct GmiiTx {
     on_wire: Option<OnWire>,
     stats: TxStats,
     capture: Option<Vec<Captured>>,
+    /// Data frames may not start before this edge (a received PAUSE).
+    paused_until: Time,
+    /// When the current `Paused` stretch began.
+    paused_since: Option<Time>,
+    /// The edge of the latest `TxPauseEnd` wake-up asked for.
+    pause_wake: Option<Time>,
 }
 
 impl GmiiTx {
@@ -135,6 +153,9 @@ impl GmiiTx {
             on_wire: None,
             stats: TxStats::default(),
             capture: None,
+            paused_until: Time::ZERO,
+            paused_since: None,
+            pause_wake: None,
         }
     }
 
@@ -186,13 +207,14 @@ impl GmiiTx {
         ctx: &mut Ctx<'_, M>,
     ) -> Result<(), TxRefused> {
         let total = frame.len();
-        self.push(frame, total, ctx)
+        self.push(frame, total, false, ctx)
     }
 
     fn push<M: From<MacMsg>>(
         &mut self,
         frame: Frame,
         total: usize,
+        control: bool,
         ctx: &mut Ctx<'_, M>,
     ) -> Result<(), TxRefused> {
         if total == 0 {
@@ -205,9 +227,21 @@ impl GmiiTx {
             tracing::debug!(target: "mac::gmii", port = self.port.0, id = frame.id.0, queued = self.queue.len(), "queue full, frame dropped");
             return Err(TxRefused::QueueFull(frame));
         }
-        self.queue.push_back(Queued { frame, total });
+        let item = Queued {
+            frame,
+            total,
+            control,
+        };
+        if control {
+            // Behind earlier MAC Control frames, ahead of every data frame.
+            let at = self.queue.iter().take_while(|q| q.control).count();
+            self.queue.insert(at, item);
+        } else {
+            self.queue.push_back(item);
+        }
         self.stats.max_queued = self.stats.max_queued.max(self.queue.len());
-        if self.fsm.state() == GmiiState::Idle {
+        let state = self.fsm.state();
+        if state == GmiiState::Idle || (state == GmiiState::Paused && control) {
             self.start_next(ctx);
         }
         Ok(())
@@ -230,8 +264,9 @@ impl GmiiTx {
                 self.after_gap(ctx);
                 None
             }
-            // No wake-up is ever scheduled in Idle; one arriving is a wiring bug.
-            GmiiState::Idle => {
+            // No wake-up is ever scheduled in Idle or Paused (the pause's end is
+            // `TxPauseEnd`); one arriving is a wiring bug.
+            GmiiState::Idle | GmiiState::Paused => {
                 tracing::warn!(target: "mac::gmii", port = self.port.0, "wake-up while idle ignored");
                 None
             }
@@ -247,11 +282,25 @@ impl GmiiTx {
     }
 
     fn start_next<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
-        let Some(Queued { frame, total }) = self.queue.pop_front() else {
+        let now = ctx.now();
+        let Some(head) = self.queue.front() else {
+            self.leave_pause(ctx);
             self.fsm.set(GmiiState::Idle, ctx);
             return;
         };
-        let now = ctx.now();
+        if !head.control && now < self.paused_until {
+            self.hold(ctx);
+            return;
+        }
+        self.leave_pause(ctx);
+        let Some(Queued {
+            frame,
+            total,
+            control,
+        }) = self.queue.pop_front()
+        else {
+            return;
+        };
         let byte = ctx.my_domain().period();
         tracing::debug!(target: "mac::gmii", port = self.port.0, id = frame.id.0, len = total, at = %now, "preamble");
         self.on_wire = Some(OnWire {
@@ -263,6 +312,7 @@ impl GmiiTx {
             rx_end: now,
             announced: false,
             underrun: false,
+            control,
         });
         self.fsm.set(GmiiState::Preamble, ctx);
         self.wake_in(PREAMBLE_SFD_BYTES, ctx);
@@ -335,8 +385,10 @@ impl GmiiTx {
             if w.underrun {
                 self.stats.underruns += 1;
             }
-            ctx.span(w.frame.msg, "gmii tx", w.start, now);
-            ctx.span(w.frame.msg, "phy+cable+phy", now, w.rx_end);
+            if !w.control {
+                ctx.span(w.frame.msg, "gmii tx", w.start, now);
+                ctx.span(w.frame.msg, "phy+cable+phy", now, w.rx_end);
+            }
             tracing::debug!(target: "mac::gmii", port = self.port.0, id = w.frame.id.0, at = %now, "end of frame");
             if let Some(cap) = self.capture.as_mut() {
                 cap.push(Captured {

@@ -49,7 +49,7 @@ impl GmiiTx {
         ctx: &mut Ctx<'_, M>,
     ) -> Result<(), TxRefused> {
         let total = total.max(prefix.len());
-        self.push(prefix, total, ctx)
+        self.push(prefix, total, false, ctx)
     }
 
     /// Appends `more` to the streamed frame `id` (bytes past its total are ignored).

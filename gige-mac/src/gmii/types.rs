@@ -22,6 +22,9 @@ pub struct TxStats {
     pub max_queued: usize,
     /// Streamed frames sent corrupted because a byte was not known in time.
     pub underruns: u64,
+    /// Clocks a waiting data frame was held back by a received PAUSE (state `Paused`)
+    /// \[GMII cycles\].
+    pub paused: Cycles,
 }
 
 /// Why [`GmiiTx::enqueue`](super::GmiiTx::enqueue) refused a frame (the frame is handed back; it is also counted).
