@@ -258,6 +258,15 @@ impl<M> Kernel<M> {
         self.components[id.0 as usize].domain
     }
 
+    /// The clock domain component `id` is clocked by (one lookup for `post`, `push_to`, `Ctx`).
+    ///
+    /// # Panics
+    /// An id this kernel did not hand out.
+    #[inline]
+    fn clock_of(&self, id: ComponentId) -> &ClockDomain {
+        self.domain(self.component_domain(id))
+    }
+
     /// Number of registered components.
     #[must_use]
     pub fn component_count(&self) -> usize {
@@ -296,7 +305,7 @@ impl<M> Kernel<M> {
     /// Injects a message from outside the system (a testbench), delivered on the first
     /// edge of the receiver's domain at or after `max(at, now)`.
     pub fn post(&mut self, to: ComponentId, at: Time, msg: M) {
-        let d = &self.domains[usize::from(self.components[to.0 as usize].domain.0)];
+        let d = self.clock_of(to);
         let t = d.edge_at_or_after(at.max(self.now));
         self.queue.push(t, Priority::NORMAL, (to, msg));
     }
@@ -363,7 +372,7 @@ impl<M> Kernel<M> {
         prio: Priority,
         msg: M,
     ) {
-        let d = &self.domains[usize::from(self.components[to.0 as usize].domain.0)];
+        let d = self.clock_of(to);
         let floor = d.edge_after(self.now, min_cycles);
         let t = d.edge_at_or_after(earliest).max(floor);
         self.queue.push(t, prio, (to, msg));
@@ -401,13 +410,13 @@ impl<M> Ctx<'_, M> {
     /// This component's clock domain.
     #[must_use]
     pub fn my_domain(&self) -> &ClockDomain {
-        self.kernel.domain(self.kernel.component_domain(self.me))
+        self.kernel.clock_of(self.me)
     }
 
     /// The clock domain of component `id`.
     #[must_use]
     pub fn domain_of(&self, id: ComponentId) -> &ClockDomain {
-        self.kernel.domain(self.kernel.component_domain(id))
+        self.kernel.clock_of(id)
     }
 
     /// A domain by id.

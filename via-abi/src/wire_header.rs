@@ -236,7 +236,12 @@ impl<T: AsRef<[u8]>> WireHeader<T> {
     pub fn check_len(&self) -> Result<(), Error> {
         let got = self.buffer.as_ref().len();
         require_len(LAYOUT, HEADER_LEN, got)?;
-        require_len(LAYOUT, HEADER_LEN + usize::from(self.frag_len()), got)
+        require_len(LAYOUT, self.payload_end(), got)
+    }
+
+    /// End of the payload, `HEADER_LEN + frag_len` \[bytes\].
+    fn payload_end(&self) -> usize {
+        HEADER_LEN + usize::from(self.frag_len())
     }
 
     /// Header version.
@@ -301,7 +306,7 @@ impl<T: AsRef<[u8]>> WireHeader<T> {
 
     /// The `frag_len` payload bytes after the header (empty if they are not all present).
     pub fn payload(&self) -> &[u8] {
-        let end = HEADER_LEN + usize::from(self.frag_len());
+        let end = self.payload_end();
         self.buffer
             .as_ref()
             .get(HEADER_LEN..end)
@@ -378,7 +383,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> WireHeader<T> {
 
     /// The payload bytes after the header, writable (up to `frag_len`; empty if absent).
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        let end = HEADER_LEN + usize::from(self.frag_len());
+        let end = self.payload_end();
         self.buffer
             .as_mut()
             .get_mut(HEADER_LEN..end)

@@ -4,6 +4,7 @@
 //! region's last page minus one (bits 31:20), so that an entry bounds its region to the
 //! byte.
 
+use super::l2::L2_ENTRY_LEN;
 use super::PAGE_SIZE;
 use crate::endian::{set_u16_le, set_u32_le, set_u64_le, u16_le, u32_le, u64_le};
 use crate::handle::{MemAttributes, ProtectionTag};
@@ -378,7 +379,7 @@ impl L1Repr {
         } else if index == 0 {
             u32::from(self.first_page_size)
         } else {
-            4096
+            PAGE_SIZE as u32
         };
         Some(len)
     }
@@ -408,7 +409,8 @@ impl L1Repr {
         if index >= self.page_count {
             return None;
         }
-        self.l2_pointer.checked_add(index.checked_mul(4)?)
+        self.l2_pointer
+            .checked_add(index.checked_mul(L2_ENTRY_LEN as u32)?)
     }
 }
 

@@ -37,7 +37,8 @@ pub const SEGMENT_LEN: usize = 16;
 /// Total length of a descriptor with `seg_count` address + data segments \[bytes\]:
 /// `32 + 16 * seg_count` (at most 1 048 592, so it cannot overflow).
 pub const fn descriptor_len(seg_count: u16) -> usize {
-    CONTROL_SEGMENT_LEN + SEGMENT_LEN * seg_count as usize
+    // The descriptor ends where segment number `seg_count` would start.
+    segment_offset(seg_count)
 }
 
 /// Byte offset of segment number `index` (0 = the first segment after the control
