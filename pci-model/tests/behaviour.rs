@@ -9,7 +9,7 @@ use common::{edge, Sys, T};
 use pci_model::{
     dma_throughput, BridgeParams, BusParams, BusRequest, BusWidth, Command, DmaBenchParams,
     DmaDirection, DmaJob, DmaParams, DmaStatus, MasterId, MemError, PageTable, ParkPolicy, PciMsg,
-    ReadMode, TargetProfile, TenureEnd, TransactionDone, TxnStatus,
+    ReadMode, TargetProfile, TenureEnd, TxnStatus,
 };
 use sim_kernel::{ClockDomain, ComponentId, Cycles, Duration, Time};
 
@@ -24,24 +24,6 @@ fn read(master: MasterId, tag: u64, command: Command, addr: u64, len: u64) -> Pc
         len,
         data: Vec::new(),
     })
-}
-
-fn done_of(s: &Sys, id: ComponentId) -> Vec<(Time, TransactionDone)> {
-    s.received(id)
-        .iter()
-        .filter_map(|(t, m)| match m {
-            PciMsg::TransactionDone(d) => Some((*t, d.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn ends(s: &Sys) -> Vec<(u64, Option<u64>, u64, TenureEnd)> {
-    s.bus()
-        .tenure_log()
-        .iter()
-        .map(|r| (r.address_clock, r.first_data_clock, r.last_clock, r.end))
-        .collect()
 }
 
 #[test]
@@ -62,14 +44,14 @@ fn slow_device_read_is_retried_at_16_clocks_then_completed_from_its_delayed_data
     // clk 21   turnaround; 22, 23 DEVSEL#, no data yet
     // clk 24   the data arrives with TRDY#: the data phase; 25 idle
     assert_eq!(
-        ends(&s),
+        s.ends(),
         vec![
             (2, None, 17, TenureEnd::Retry),
             (20, Some(24), 24, TenureEnd::Completed)
         ]
     );
     assert_eq!(s.w.device(dev).unwrap().reads, vec![(edge(3), DEV)]);
-    let d = done_of(&s, p);
+    let d = s.dones(p);
     assert_eq!(d[0].0, edge(25));
     assert_eq!(d[0].1.data, vec![0x44, 0x33, 0x22, 0x11]);
     assert_eq!(d[0].1.retries, 1);
@@ -106,8 +88,8 @@ fn bridge_in_wait_state_mode_holds_trdy_then_retries_past_16_clocks() {
             read(m, 1, Command::MemoryReadMultiple, 0x1000, 64),
         );
         s.run();
-        assert_eq!(ends(&s), expect, "latency {latency}");
-        assert_eq!(done_of(&s, p)[0].1.data, vec![9u8; 64]);
+        assert_eq!(s.ends(), expect, "latency {latency}");
+        assert_eq!(s.dones(p)[0].1.data, vec![9u8; 64]);
     }
 }
 
@@ -209,12 +191,7 @@ fn cpu_stalls_when_the_bridge_posting_buffer_is_full() {
 
 #[test]
 fn switching_the_parked_grant_on_an_idle_bus_costs_one_clock() {
-    let mut s = Sys::new(
-        BusParams::default(),
-        Some(BridgeParams::default()),
-        1 << 20,
-        true,
-    );
+    let mut s = Sys::with_bridge();
     let cpu = s.probe("cpu", true);
     let (p, m) = s.master("m", 64);
     s.device(DEV, 64, 0, TargetProfile::default());
@@ -243,7 +220,7 @@ fn switching_the_parked_grant_on_an_idle_bus_costs_one_clock() {
         },
     );
     s.run();
-    assert_eq!(done_of(&s, p).len(), 1);
+    assert_eq!(s.dones(p).len(), 1);
     // clk 0 REQ# (bridge); clk 1 GNT# taken from the parked master m (idle bus: a clock
     // with no GNT#, §3.4.1); clk 2 GNT# to the bridge; clk 3 address.
     assert_eq!(s.bus().tenure_log()[1].address_clock, c0 + 3);
@@ -387,7 +364,7 @@ fn dma_errors_are_values_not_panics() {
         read(m, 3, Command::MemoryRead, u64::MAX - 1, 8),
     );
     s.run();
-    let d = done_of(&s, p);
+    let d = s.dones(p);
     assert_eq!(d.len(), 2);
     assert!(d.iter().all(|(_, x)| x.status == TxnStatus::BadRequest));
     assert_eq!(s.bus().stats().transactions, 0);
@@ -410,11 +387,11 @@ fn target_abort_ends_the_request() {
     };
     s.k.post(s.bus, edge(6), PciMsg::TargetAbort { tag });
     s.run();
-    let d = done_of(&s, p);
+    let d = s.dones(p);
     assert_eq!(d[0].1.status, TxnStatus::TargetAbort);
     assert_eq!(s.bus().stats().target_aborts, 1);
     // The abort lands at edge 6: STOP# in 6 with FRAME# asserted, FRAME# released in 7.
-    assert_eq!(ends(&s), vec![(2, None, 7, TenureEnd::TargetAbort)]);
+    assert_eq!(s.ends(), vec![(2, None, 7, TenureEnd::TargetAbort)]);
 
     // Data that does not cover the first data phase is a target abort too.
     s.k.post(
@@ -433,7 +410,7 @@ fn target_abort_ends_the_request() {
         PciMsg::TargetReadData { tag, data: vec![1] },
     );
     s.run();
-    assert_eq!(done_of(&s, p)[1].1.status, TxnStatus::TargetAbort);
+    assert_eq!(s.dones(p)[1].1.status, TxnStatus::TargetAbort);
 }
 
 #[test]

@@ -10,21 +10,11 @@ mod common;
 use common::{edge, Sys, T};
 use pci_model::{
     BridgeParams, BusParams, Command, DmaDirection, DmaJob, DmaParams, DmaStatus, PageTable,
-    PciMsg, TargetProfile, TenureEnd, TransactionDone, TxnStatus,
+    PciMsg, TargetProfile, TenureEnd, TxnStatus,
 };
 use sim_kernel::{ClockDomain, Cycles, Duration, Time};
 
 const BAR: u64 = 0xE000_0000;
-
-fn dones(s: &Sys, id: sim_kernel::ComponentId) -> Vec<(Time, TransactionDone)> {
-    s.received(id)
-        .iter()
-        .filter_map(|(t, m)| match m {
-            PciMsg::TransactionDone(d) => Some((*t, d.clone())),
-            _ => None,
-        })
-        .collect()
-}
 
 fn write(master: pci_model::MasterId, tag: u64, addr: u64, len: usize) -> PciMsg {
     PciMsg::Request(pci_model::BusRequest {
@@ -39,12 +29,7 @@ fn write(master: pci_model::MasterId, tag: u64, addr: u64, len: usize) -> PciMsg
 
 #[test]
 fn cpu_posted_write_of_one_dword_to_the_card() {
-    let mut s = Sys::new(
-        BusParams::default(),
-        Some(BridgeParams::default()),
-        1 << 20,
-        true,
-    );
+    let mut s = Sys::with_bridge();
     let cpu = s.probe("cpu", true);
     let card = s.device(BAR, 4096, 0, TargetProfile::default());
     let c0 = 10;
@@ -106,12 +91,7 @@ fn cpu_posted_write_of_one_dword_to_the_card() {
 
 #[test]
 fn cpu_read_of_a_card_register_stalls_until_the_data_phase() {
-    let mut s = Sys::new(
-        BusParams::default(),
-        Some(BridgeParams::default()),
-        1 << 20,
-        true,
-    );
+    let mut s = Sys::with_bridge();
     let cpu = s.probe("cpu", true);
     let card = s.device(BAR, 4096, 0, TargetProfile::default());
     s.w.device_mut(card).unwrap().bytes_mut()[0x10..0x14]
@@ -164,12 +144,7 @@ fn cpu_read_of_a_card_register_stalls_until_the_data_phase() {
 
 #[test]
 fn cpu_read_of_nothing_is_a_master_abort_with_all_ones() {
-    let mut s = Sys::new(
-        BusParams::default(),
-        Some(BridgeParams::default()),
-        1 << 20,
-        true,
-    );
+    let mut s = Sys::with_bridge();
     let cpu = s.probe("cpu", true);
     s.k.post(
         s.bus,
@@ -408,8 +383,8 @@ fn two_masters_contending_take_turns() {
             (1, 12, 59, Some(61), 76)
         ]
     );
-    let t0: Vec<(Time, u64)> = dones(&s, p0).iter().map(|(t, d)| (*t, d.tag)).collect();
-    let t1: Vec<(Time, u64)> = dones(&s, p1).iter().map(|(t, d)| (*t, d.tag)).collect();
+    let t0: Vec<(Time, u64)> = s.dones(p0).iter().map(|(t, d)| (*t, d.tag)).collect();
+    let t1: Vec<(Time, u64)> = s.dones(p1).iter().map(|(t, d)| (*t, d.tag)).collect();
     assert_eq!(t0, vec![(edge(20), 1), (edge(58), 2)]);
     assert_eq!(t1, vec![(edge(39), 11), (edge(77), 12)]);
     let st = s.bus().stats();
@@ -466,14 +441,14 @@ fn latency_timer_cuts_a_burst_when_another_master_wants_the_bus() {
             (0, 27, Some(29), 141, 452, TenureEnd::Completed),
         ]
     );
-    let d0 = dones(&s, p0);
+    let d0 = s.dones(p0);
     assert_eq!(d0.len(), 1);
     assert_eq!(d0[0].0, edge(142));
     assert_eq!(
         (d0[0].1.transactions, d0[0].1.latency_timer_expirations),
         (2, 1)
     );
-    assert_eq!(dones(&s, p1)[0].0, edge(26));
+    assert_eq!(s.dones(p1)[0].0, edge(26));
     assert_eq!(
         s.w.device(card).unwrap().writes,
         vec![
@@ -487,12 +462,7 @@ fn latency_timer_cuts_a_burst_when_another_master_wants_the_bus() {
 
 #[test]
 fn bridge_disconnects_a_write_burst_at_a_4k_boundary() {
-    let mut s = Sys::new(
-        BusParams::default(),
-        Some(BridgeParams::default()),
-        1 << 20,
-        true,
-    );
+    let mut s = Sys::with_bridge();
     let (p0, m0) = s.master("m0", 64);
     s.k.post(s.bus, edge(0), write(m0, 3, 0x1F80, 256));
     s.run();
@@ -520,7 +490,7 @@ fn bridge_disconnects_a_write_burst_at_a_4k_boundary() {
             (edge(73), "idle"),
         ]
     );
-    let d = dones(&s, p0);
+    let d = s.dones(p0);
     assert_eq!(d[0].0, edge(73));
     assert_eq!((d[0].1.transactions, d[0].1.disconnects), (2, 1));
     let expect: Vec<u8> = (0..256).map(|i| (i as u8) ^ 3).collect();
@@ -583,7 +553,7 @@ fn bridge_prefetch_ends_at_a_4k_boundary_on_reads() {
             (edge(85), "idle"),
         ]
     );
-    let d = dones(&s, p0);
+    let d = s.dones(p0);
     assert_eq!(d[0].0, edge(85));
     assert_eq!(d[0].1.data, src);
     assert_eq!(

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{edge, Sys};
-use pci_model::{BridgeParams, BusParams, PciMsg, TargetProfile, TenureEnd};
+use pci_model::{PciMsg, TargetProfile, TenureEnd};
 
 const BAR: u64 = 0xE000_0000;
 const WINDOW: (u64, u64) = (BAR + 0x1000, BAR + 0x2000);
@@ -19,22 +19,9 @@ fn retry(on: bool) -> PciMsg {
     }
 }
 
-fn ends(s: &Sys) -> Vec<(u64, Option<u64>, u64, TenureEnd)> {
-    s.bus()
-        .tenure_log()
-        .iter()
-        .map(|r| (r.address_clock, r.first_data_clock, r.last_clock, r.end))
-        .collect()
-}
-
 #[test]
 fn a_posted_write_into_a_retry_window_is_repeated_until_the_window_closes() {
-    let mut s = Sys::new(
-        BusParams::default(),
-        Some(BridgeParams::default()),
-        1 << 20,
-        true,
-    );
+    let mut s = Sys::with_bridge();
     let cpu = s.probe("cpu", true);
     let card = s.device(BAR, 0x2000, 0, TargetProfile::default());
     let c0 = 10;
@@ -64,7 +51,7 @@ fn a_posted_write_into_a_retry_window_is_repeated_until_the_window_closes() {
     //            for clock c0+14: DEVSEL# and TRDY#, the data phase completes
     // clk c0+15  idle; the card receives the data at edge c0+15
     assert_eq!(
-        ends(&s),
+        s.ends(),
         vec![
             (c0 + 2, None, c0 + 4, TenureEnd::Retry),
             (c0 + 7, None, c0 + 9, TenureEnd::Retry),
@@ -91,12 +78,7 @@ fn a_posted_write_into_a_retry_window_is_repeated_until_the_window_closes() {
 
 #[test]
 fn a_write_that_runs_into_a_window_is_disconnected_at_its_start() {
-    let mut s = Sys::new(
-        BusParams::default(),
-        Some(BridgeParams::default()),
-        1 << 20,
-        true,
-    );
+    let mut s = Sys::with_bridge();
     let cpu = s.probe("cpu", true);
     let card = s.device(BAR, 0x2000, 0, TargetProfile::default());
     let c0 = 10;
@@ -120,7 +102,7 @@ fn a_write_that_runs_into_a_window_is_disconnected_at_its_start() {
     // clk c0+9   the continuation at 0x1000 (REQ# off in c0+6, c0+7; two words, so
     //            FRAME# stays asserted): STOP# without TRDY# at c0+11 (Retry), FRAME#
     //            released at c0+12; repeated until the window goes off at edge c0+30
-    let log = ends(&s);
+    let log = s.ends();
     assert_eq!(
         log[0],
         (c0 + 2, Some(c0 + 4), c0 + 6, TenureEnd::Disconnect)

@@ -116,7 +116,11 @@ impl PciBus {
         let Some(head) = self.masters.get_mut(m).and_then(|p| p.queue.front_mut()) else {
             return;
         };
-        head.data.extend_from_slice(&read_data);
+        if head.data.is_empty() {
+            head.data = read_data; // the first (often only) transaction: no copy
+        } else {
+            head.data.extend_from_slice(&read_data);
+        }
         head.done += bytes;
         match end {
             TenureEnd::Retry => head.retries += 1,

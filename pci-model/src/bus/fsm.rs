@@ -84,7 +84,9 @@ impl PciBus {
         if let Some(b) = self.bridge.as_mut() {
             b.commit_due(t_c, mem);
         }
-        let reqs = self.req_lines(c);
+        // REQ# lines in a buffer the bus keeps: no allocation per clock.
+        let mut reqs = std::mem::take(&mut self.reqs_buf);
+        self.req_lines(c, &mut reqs);
         let gnt_prev = self.arb.gnt();
         let input = self.clock_input(c, &reqs, gnt_prev);
         let from = self.phase.state();
@@ -212,6 +214,7 @@ impl PciBus {
                 }
             }
         }
+        self.reqs_buf = reqs;
     }
 
     /// Decides the bus activity of clock `c`.
@@ -235,20 +238,18 @@ impl PciBus {
         }
     }
 
-    /// REQ# of every master in clock `c - 1` (none before clock 0).
-    pub(super) fn req_lines(&self, c: u64) -> Vec<bool> {
+    /// REQ# of every master in clock `c - 1` (none before clock 0), into `out`.
+    pub(super) fn req_lines(&self, c: u64, out: &mut Vec<bool>) {
+        out.clear();
         let Some(prev) = c.checked_sub(1) else {
-            return vec![false; self.masters.len()];
+            out.resize(self.masters.len(), false);
+            return;
         };
         let busy = self.active.as_ref().map(|t| t.master);
-        self.masters
-            .iter()
-            .enumerate()
-            .map(|(m, port)| {
-                let skip = usize::from(busy == Some(m));
-                prev >= port.hold_until && port.queue.get(skip).is_some_and(|q| q.arrival <= prev)
-            })
-            .collect()
+        out.extend(self.masters.iter().enumerate().map(|(m, port)| {
+            let skip = usize::from(busy == Some(m));
+            prev >= port.hold_until && port.queue.get(skip).is_some_and(|q| q.arrival <= prev)
+        }));
     }
 
     /// An internal invariant broke: log it (and stop a debug build).

@@ -164,6 +164,8 @@ pub struct PciBus {
     /// Device write-retry windows `[start, end)` that are on (back-pressure).
     write_retry: Vec<(u64, u64)>,
     next_read_tag: u64,
+    /// Scratch for the REQ# lines of the clock being stepped (reused every clock).
+    reqs_buf: Vec<bool>,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
 }
@@ -196,6 +198,7 @@ impl PciBus {
             device_reads: Vec::new(),
             write_retry: Vec::new(),
             next_read_tag: 1,
+            reqs_buf: Vec::new(),
             stats: BusStats::default(),
             log: None,
         })
@@ -212,21 +215,37 @@ impl PciBus {
     /// # Errors
     /// More than 65 536 masters.
     pub fn add_master(&mut self, cfg: MasterConfig) -> Result<MasterId, PciError> {
+        self.push_master(
+            cfg.name,
+            cfg.latency_timer,
+            cfg.supports_64bit,
+            Some(cfg.component),
+        )
+    }
+
+    /// Adds a master port, its statistics and its reply component (`None`: the bridge).
+    fn push_master(
+        &mut self,
+        name: String,
+        latency_timer: Cycles,
+        supports_64bit: bool,
+        component: Option<ComponentId>,
+    ) -> Result<MasterId, PciError> {
         let id = u16::try_from(self.masters.len()).map_err(|_| PciError::BadParam {
             name: "masters",
             why: "at most 65536 masters per bus".into(),
         })?;
         self.masters.push(MasterPort {
-            lt: cfg.latency_timer.0,
-            is64: cfg.supports_64bit,
+            lt: latency_timer.0,
+            is64: supports_64bit,
             queue: VecDeque::new(),
             hold_until: 0,
         });
         self.stats.per_master.push(MasterStats {
-            name: cfg.name,
+            name,
             ..MasterStats::default()
         });
-        self.master_components.push(Some(cfg.component));
+        self.master_components.push(component);
         Ok(MasterId(id))
     }
 
@@ -273,24 +292,15 @@ impl PciBus {
             });
         }
         self.add_target(0, memory_bytes, TargetKind::HostBridge)?;
-        let id = u16::try_from(self.masters.len()).map_err(|_| PciError::BadParam {
-            name: "masters",
-            why: "at most 65536 masters per bus".into(),
-        })?;
-        self.masters.push(MasterPort {
-            lt: params.latency_timer.0,
-            is64: params.supports_64bit,
-            queue: VecDeque::new(),
-            hold_until: 0,
-        });
-        self.stats.per_master.push(MasterStats {
-            name: "host-bridge".into(),
-            ..MasterStats::default()
-        });
-        self.master_components.push(None);
-        self.bridge_master = Some(self.masters.len() - 1);
+        let id = self.push_master(
+            "host-bridge".into(),
+            params.latency_timer,
+            params.supports_64bit,
+            None,
+        )?;
+        self.bridge_master = Some(usize::from(id.0));
         self.bridge = Some(HostBridge::new(params, memory_bytes));
-        Ok(MasterId(id))
+        Ok(id)
     }
 
     fn add_target(&mut self, start: u64, len: u64, kind: TargetKind) -> Result<TargetId, PciError> {

@@ -5,7 +5,7 @@
 
 use pci_model::{
     BridgeParams, BusParams, DmaMaster, DmaParams, HostMemory, MasterConfig, MasterId, Node,
-    PciBus, PciMsg, PciWorld, Probe, SimpleTarget, TargetProfile,
+    PciBus, PciMsg, PciWorld, Probe, SimpleTarget, TargetProfile, TenureEnd, TransactionDone,
 };
 use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, DomainId, Kernel, Time};
 
@@ -49,6 +49,17 @@ impl Sys {
             cpu,
             bridge_master,
         }
+    }
+
+    /// The default 32-bit 33 MHz bus with the default host bridge, 1 MiB of host memory,
+    /// tracing on.
+    pub fn with_bridge() -> Self {
+        Self::new(
+            BusParams::default(),
+            Some(BridgeParams::default()),
+            1 << 20,
+            true,
+        )
     }
 
     pub fn bus(&self) -> &PciBus {
@@ -128,6 +139,26 @@ impl Sys {
 
     pub fn received(&self, id: ComponentId) -> &[(Time, PciMsg)] {
         &self.w.probe(id).unwrap().received
+    }
+
+    /// (time, completion) of every `TransactionDone` probe `id` received.
+    pub fn dones(&self, id: ComponentId) -> Vec<(Time, TransactionDone)> {
+        self.received(id)
+            .iter()
+            .filter_map(|(t, m)| match m {
+                PciMsg::TransactionDone(d) => Some((*t, d.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// (address clock, first data clock, last clock, end) of every logged transaction.
+    pub fn ends(&self) -> Vec<(u64, Option<u64>, u64, TenureEnd)> {
+        self.bus()
+            .tenure_log()
+            .iter()
+            .map(|r| (r.address_clock, r.first_data_clock, r.last_clock, r.end))
+            .collect()
     }
 
     pub fn run(&mut self) {
