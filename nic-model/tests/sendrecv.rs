@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use sim_kernel::SplitMix64;
 use via_abi::bar::Reliability;
-use via_abi::{CompletedOp, Queue, Status};
+use via_abi::{CompletedOp, MemHandle, Queue, Status};
 
 const PTAG: u16 = 3;
 
@@ -26,6 +26,16 @@ fn setup(rel: Reliability) -> Setup {
     let sdesc = region(&mut s, 0, 0x1000_0000, 8192, PTAG, false);
     let rdesc = region(&mut s, 1, 0x1000_0000, 8192, PTAG, false);
     Setup { s, sdesc, rdesc }
+}
+
+/// Posts a receive descriptor scattering into `bufs` at `rdesc` on VI 2 of node 1.
+fn post_recv(s: &mut Sys, rdesc: &Region, bufs: &[(u64, MemHandle, u32)]) {
+    s.post(1, 2, Queue::Receive, rdesc.va, rdesc.h, &recv_desc(bufs));
+}
+
+/// Posts a send descriptor gathering `local` at `sdesc` on VI 2 of node 0.
+fn post_send(s: &mut Sys, sdesc: &Region, local: &[(u64, MemHandle, u32)], imm: Option<u32>) {
+    s.post(0, 2, Queue::Send, sdesc.va, sdesc.h, &send_desc(local, imm));
 }
 
 fn data(len: usize, seed: u64) -> Vec<u8> {
@@ -59,16 +69,15 @@ fn a_send_scatters_into_several_data_segments() {
         s.write_mem(1, va, &vec![0xEE; len as usize]);
         regs.push(r);
     }
-    let rd = recv_desc(
-        &regs
-            .iter()
-            .map(|r| (r.va, r.h, r.len as u32))
-            .collect::<Vec<_>>(),
-    );
-    s.post(1, 2, Queue::Receive, rdesc.va, rdesc.h, &rd);
+    let segs: Vec<_> = regs.iter().map(|r| (r.va, r.h, r.len as u32)).collect();
+    post_recv(&mut s, &rdesc, &segs);
     s.run();
-    let sd = send_desc(&[(a.va, a.h, 3000), (b.va, b.h, 2000)], None);
-    s.post(0, 2, Queue::Send, sdesc.va, sdesc.h, &sd);
+    post_send(
+        &mut s,
+        &sdesc,
+        &[(a.va, a.h, 3000), (b.va, b.h, 2000)],
+        None,
+    );
     s.run();
 
     let st = s.status(0, sdesc.va);
@@ -106,23 +115,9 @@ fn immediate_data_reaches_the_receive_descriptor() {
     let a = region(&mut s, 0, 0x2000_0000, 16, PTAG, false);
     let r = region(&mut s, 1, 0x3000_0000, 64, PTAG, false);
     s.write_mem(0, a.va, &[9; 16]);
-    s.post(
-        1,
-        2,
-        Queue::Receive,
-        rdesc.va,
-        rdesc.h,
-        &recv_desc(&[(r.va, r.h, 64)]),
-    );
+    post_recv(&mut s, &rdesc, &[(r.va, r.h, 64)]);
     s.run();
-    s.post(
-        0,
-        2,
-        Queue::Send,
-        sdesc.va,
-        sdesc.h,
-        &send_desc(&[(a.va, a.h, 16)], Some(0xC0FFEE)),
-    );
+    post_send(&mut s, &sdesc, &[(a.va, a.h, 16)], Some(0xC0FFEE));
     s.run();
     assert_eq!(s.status(0, sdesc.va).errors(), Status::empty());
     let rt = s.status(1, rdesc.va);
@@ -141,16 +136,9 @@ fn zero_length_send() {
         rdesc,
     } = setup(Reliability::Unreliable);
     let r = region(&mut s, 1, 0x3000_0000, 64, PTAG, false);
-    s.post(
-        1,
-        2,
-        Queue::Receive,
-        rdesc.va,
-        rdesc.h,
-        &recv_desc(&[(r.va, r.h, 64)]),
-    );
+    post_recv(&mut s, &rdesc, &[(r.va, r.h, 64)]);
     s.run();
-    s.post(0, 2, Queue::Send, sdesc.va, sdesc.h, &send_desc(&[], None));
+    post_send(&mut s, &sdesc, &[], None);
     s.run();
     assert!(s.status(0, sdesc.va).is_done());
     let rt = s.status(1, rdesc.va);
@@ -162,14 +150,7 @@ fn zero_length_send() {
 fn no_posted_receive_unreliable_drops_and_counts() {
     let Setup { mut s, sdesc, .. } = setup(Reliability::Unreliable);
     let a = region(&mut s, 0, 0x2000_0000, 100, PTAG, false);
-    s.post(
-        0,
-        2,
-        Queue::Send,
-        sdesc.va,
-        sdesc.h,
-        &send_desc(&[(a.va, a.h, 100)], None),
-    );
+    post_send(&mut s, &sdesc, &[(a.va, a.h, 100)], None);
     s.run();
     let st = s.status(0, sdesc.va);
     assert_eq!(
@@ -187,14 +168,7 @@ fn no_posted_receive_unreliable_drops_and_counts() {
 fn no_posted_receive_reliable_is_a_nak() {
     let Setup { mut s, sdesc, .. } = setup(Reliability::ReliableDelivery);
     let a = region(&mut s, 0, 0x2000_0000, 3000, PTAG, false);
-    s.post(
-        0,
-        2,
-        Queue::Send,
-        sdesc.va,
-        sdesc.h,
-        &send_desc(&[(a.va, a.h, 3000)], None),
-    );
+    post_send(&mut s, &sdesc, &[(a.va, a.h, 3000)], None);
     s.run();
     let st = s.status(0, sdesc.va);
     assert!(st.is_done());
@@ -221,23 +195,9 @@ fn a_receive_buffer_too_small_is_a_length_error() {
     let a = region(&mut s, 0, 0x2000_0000, 200, PTAG, false);
     let r = region(&mut s, 1, 0x3000_0000, 100, PTAG, false);
     s.write_mem(1, r.va, &[0x55; 100]);
-    s.post(
-        1,
-        2,
-        Queue::Receive,
-        rdesc.va,
-        rdesc.h,
-        &recv_desc(&[(r.va, r.h, 100)]),
-    );
+    post_recv(&mut s, &rdesc, &[(r.va, r.h, 100)]);
     s.run();
-    s.post(
-        0,
-        2,
-        Queue::Send,
-        sdesc.va,
-        sdesc.h,
-        &send_desc(&[(a.va, a.h, 200)], None),
-    );
+    post_send(&mut s, &sdesc, &[(a.va, a.h, 200)], None);
     s.run();
     let rt = s.status(1, rdesc.va);
     assert!(rt.is_done());

@@ -18,19 +18,13 @@ use pci_model::{DmaDirection, DmaJob, DmaStatus, PciMsg};
 use sim_kernel::{ComponentId, Ctx};
 use std::collections::BTreeMap;
 
-/// What an outstanding DMA job was for.
+/// What an outstanding DMA job was for: the table access it serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Pending {
-    Read {
-        tag: u64,
-        addr: u64,
-        reply_to: ComponentId,
-    },
-    Write {
-        tag: u64,
-        addr: u64,
-        reply_to: ComponentId,
-    },
+struct Pending {
+    write: bool,
+    tag: u64,
+    addr: u64,
+    reply_to: ComponentId,
 }
 
 /// The table port component (one per card, in the `pci.system` domain).
@@ -61,20 +55,20 @@ impl HostTablePort {
     /// Handles a table access from the ATT manager.
     pub fn on_nic<M: From<PciMsg> + From<NicMsg>>(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, M>) {
         let me = ctx.me();
-        let (pending, direction, addr, len) = match msg {
+        let (pending, direction, len) = match msg {
             NicMsg::AttTableRead {
                 tag,
                 addr,
                 len,
                 reply_to,
             } => (
-                Pending::Read {
+                Pending {
+                    write: false,
                     tag,
                     addr,
                     reply_to,
                 },
                 DmaDirection::Read { len },
-                addr,
                 len,
             ),
             NicMsg::AttTableWrite {
@@ -85,13 +79,13 @@ impl HostTablePort {
             } => {
                 let len = data.len() as u64;
                 (
-                    Pending::Write {
+                    Pending {
+                        write: true,
                         tag,
                         addr,
                         reply_to,
                     },
                     DmaDirection::Write { data },
-                    addr,
                     len,
                 )
             }
@@ -111,7 +105,7 @@ impl HostTablePort {
                 tag: job,
                 reply_to: me,
                 direction,
-                pages: contiguous_pages(addr, len.max(1)),
+                pages: contiguous_pages(pending.addr, len.max(1)),
             })
             .into(),
         );
@@ -128,31 +122,18 @@ impl HostTablePort {
             return;
         };
         let ok = matches!(done.status, DmaStatus::Ok);
-        match p {
-            Pending::Read {
-                tag,
-                addr,
-                reply_to,
-            } => {
-                let result = if ok {
-                    Ok(done.data)
-                } else {
-                    Err(TableIoError::Bus { addr })
-                };
-                ctx.send(reply_to, NicMsg::AttTableReadDone { tag, result }.into());
+        let err = TableIoError::Bus { addr: p.addr };
+        let reply = if p.write {
+            NicMsg::AttTableWriteDone {
+                tag: p.tag,
+                result: if ok { Ok(()) } else { Err(err) },
             }
-            Pending::Write {
-                tag,
-                addr,
-                reply_to,
-            } => {
-                let result = if ok {
-                    Ok(())
-                } else {
-                    Err(TableIoError::Bus { addr })
-                };
-                ctx.send(reply_to, NicMsg::AttTableWriteDone { tag, result }.into());
+        } else {
+            NicMsg::AttTableReadDone {
+                tag: p.tag,
+                result: if ok { Ok(done.data) } else { Err(err) },
             }
-        }
+        };
+        ctx.send(p.reply_to, reply.into());
     }
 }

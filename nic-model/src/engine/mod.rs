@@ -85,7 +85,7 @@ pub use vi::ViState;
 use crate::att::{DeregisterError, RegisterError};
 use crate::msg::NicMsg;
 use gige_mac::{BufferError, BufferLayout, BufferRam, MacMsg};
-use pci_model::PciMsg;
+use pci_model::{DmaStatus, PciMsg};
 use pending::{AttFor, DmaFor};
 use sim_kernel::Ctx;
 use std::collections::{BTreeMap, VecDeque};
@@ -258,7 +258,10 @@ impl Engine {
                         self.send_desc_read(id, rest, done, ctx, ram)
                     }
                     DmaFor::Payload { slot, offset, len } => {
-                        self.payload_read(slot, offset, len, &done, ctx);
+                        // Moved, not copied: the chunk's bytes go on to the TX mover.
+                        let ok = done.status == DmaStatus::Ok && done.data.len() as u64 == len;
+                        let data = ok.then_some(done.data);
+                        self.payload_read(slot, offset, len, data, ctx);
                     }
                     DmaFor::RecvDesc { id, rest } => self.recv_desc_read(id, rest, &done, ctx, ram),
                     DmaFor::RxChunk { id, len } => self.rx_chunk_written(id, len, &done, ctx, ram),

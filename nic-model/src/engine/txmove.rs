@@ -11,7 +11,6 @@ use super::txdata::{SlotKind, TxRun};
 use super::{Engine, EngineMsg, EngineWake};
 use crate::msg::NicMsg;
 use gige_mac::{BufferRam, MacMsg};
-use pci_model::{DmaDone, DmaStatus};
 use sim_kernel::{Ctx, Cycles};
 use via_abi::Status;
 
@@ -71,35 +70,24 @@ impl Engine {
         };
         match pages {
             Some(pages) => self.dma_read(ctx, purpose, pages, want),
-            None => {
-                // Cannot happen with a translated segment; fail the chunk, never panic.
-                let done = DmaDone {
-                    tag: 0,
-                    status: DmaStatus::MasterAbort { addr: 0 },
-                    bytes: 0,
-                    data: Vec::new(),
-                    bursts: 0,
-                    start: ctx.now(),
-                    end: ctx.now(),
-                };
-                self.payload_read(f.slot, offset, want, &done, ctx);
-            }
+            // Cannot happen with a translated segment; fail the chunk, never panic.
+            None => self.payload_read(f.slot, offset, want, None, ctx),
         }
         true
     }
 
-    /// A payload DMA read ended: its bytes are in the Send FIFO, queue their move.
+    /// A payload DMA read ended: its bytes (`None` if the read failed) are in the Send
+    /// FIFO, queue their move.
     pub(crate) fn payload_read<M: EngineMsg>(
         &mut self,
         slot: usize,
         offset: u64,
         len: u64,
-        done: &DmaDone,
+        data: Option<Vec<u8>>,
         ctx: &mut Ctx<'_, M>,
     ) {
         let now = ctx.now();
         let dst = self.slot_addr(slot).saturating_add(offset);
-        let ok = done.status == DmaStatus::Ok && done.data.len() as u64 == len;
         let Some(s) = self.tx.slots.get_mut(slot).and_then(Option::as_mut) else {
             self.tx.fifo.release(len);
             return;
@@ -107,12 +95,11 @@ impl Engine {
         s.dmas = s.dmas.saturating_sub(1);
         s.last_dma = Some(now);
         s.runs += 1;
-        let data = if ok {
-            done.data.clone()
-        } else {
+        let ok = data.is_some();
+        let data = data.unwrap_or_else(|| {
             s.poisoned = true;
             vec![0; usize::try_from(len).unwrap_or(0)]
-        };
+        });
         if !ok {
             self.stats.dma_failures += 1;
             if let SlotKind::Data { ctx: id } = s.kind {
