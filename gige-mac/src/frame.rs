@@ -22,7 +22,7 @@
 use sim_kernel::MsgId;
 use std::sync::Arc;
 use via_abi::ethernet::{
-    EtherType, EthernetFrame, EthernetRepr, MacAddr, FCS_LEN, HEADER_LEN, MAX_FRAME_LEN,
+    field, EtherType, EthernetFrame, EthernetRepr, MacAddr, FCS_LEN, HEADER_LEN, MAX_FRAME_LEN,
     MIN_FRAME_LEN, MIN_FRAME_LEN_NO_FCS,
 };
 
@@ -136,16 +136,6 @@ pub fn build_with(
     ethertype: EtherType,
     payload: &[u8],
 ) -> Result<Vec<u8>, FrameError> {
-    let len = HEADER_LEN
-        .saturating_add(payload.len())
-        .max(MIN_FRAME_LEN_NO_FCS)
-        .saturating_add(FCS_LEN);
-    if len > limits.max_len {
-        return Err(FrameError::TooLong {
-            len,
-            max: limits.max_len,
-        });
-    }
     let mut bytes = vec![0u8; HEADER_LEN];
     EthernetRepr {
         dst,
@@ -153,7 +143,6 @@ pub fn build_with(
         ethertype,
     }
     .emit(&mut EthernetFrame::new_unchecked(&mut bytes[..]));
-    bytes.reserve(len - HEADER_LEN);
     bytes.extend_from_slice(payload);
     finish(bytes, limits)
 }
@@ -272,19 +261,18 @@ impl Frame {
     /// Destination address, if the frame is long enough to have one.
     #[must_use]
     pub fn dst(&self) -> Option<MacAddr> {
-        let b = self.bytes.get(0..6)?;
-        let mut a = [0u8; 6];
-        a.copy_from_slice(b);
-        Some(MacAddr(a))
+        self.addr(field::DST)
     }
 
     /// Source address, if the frame is long enough to have one.
     #[must_use]
     pub fn src(&self) -> Option<MacAddr> {
-        let b = self.bytes.get(6..12)?;
-        let mut a = [0u8; 6];
-        a.copy_from_slice(b);
-        Some(MacAddr(a))
+        self.addr(field::SRC)
+    }
+
+    fn addr(&self, range: core::ops::Range<usize>) -> Option<MacAddr> {
+        let b = self.bytes.get(range)?;
+        <[u8; 6]>::try_from(b).ok().map(MacAddr)
     }
 }
 

@@ -267,10 +267,9 @@ impl Switch {
             Some(out) => self.queue_out(out, frame, false, ctx),
             None => {
                 tracing::debug!(target: "mac::switch", port = in_port.0, id = frame.id.0, "unknown or group destination, flooding");
-                let outs: Vec<PortIndex> = (0..self.ports.len())
+                let outs = (0..self.ports.len())
                     .filter_map(|i| u16::try_from(i).ok().map(PortIndex))
-                    .filter(|&p| p != in_port)
-                    .collect();
+                    .filter(|&p| p != in_port);
                 for out in outs {
                     self.queue_out(out, frame.clone(), true, ctx);
                 }

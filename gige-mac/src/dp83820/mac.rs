@@ -22,7 +22,7 @@ use super::flow::FlowState;
 use super::params::FlowControl;
 use super::regs::{RxCfg, TxCfg};
 use super::{RxEndStatus, TxChunk};
-use crate::frame::{fcs, finish, Frame, FrameId, FrameLimits};
+use crate::frame::{fcs, Frame, FrameId, FrameLimits};
 use crate::gmii::stream::Extended;
 use crate::gmii::GmiiTx;
 use crate::link::Attachment;
@@ -187,29 +187,9 @@ impl Dp83820Mac {
             MacMsg::RxStart { frame, .. } => {
                 self.rx.start(&frame);
                 self.rx_seq += 1;
-                self.rx_whole = frame.is_whole();
-                let seq = self.rx_seq;
-                ctx.send(
-                    self.bus_side,
-                    MacMsg::MacRxFrame {
-                        frame: seq,
-                        rx: frame,
-                    }
-                    .into(),
-                );
+                self.rx_forward(frame, ctx);
             }
-            MacMsg::RxData { frame, .. } => {
-                self.rx_whole = frame.is_whole();
-                let seq = self.rx_seq;
-                ctx.send(
-                    self.bus_side,
-                    MacMsg::MacRxFrame {
-                        frame: seq,
-                        rx: frame,
-                    }
-                    .into(),
-                );
-            }
+            MacMsg::RxData { frame, .. } => self.rx_forward(frame, ctx),
             MacMsg::RxEnd { frame, .. } => self.rx_end(frame, ctx),
             MacMsg::MacRxDrained { bytes } => {
                 self.rx_fifo_used = self.rx_fifo_used.saturating_sub(u64::from(bytes));
@@ -220,6 +200,19 @@ impl Dp83820Mac {
                 tracing::warn!(target: "mac::rx", msg = other.name(), "DP83820 MAC side: message dropped");
             }
         }
+    }
+
+    /// Passes what is known of the frame being received to the bus side.
+    fn rx_forward<M: From<MacMsg>>(&mut self, frame: crate::rx::RxFrame, ctx: &mut Ctx<'_, M>) {
+        self.rx_whole = frame.is_whole();
+        ctx.send(
+            self.bus_side,
+            MacMsg::MacRxFrame {
+                frame: self.rx_seq,
+                rx: frame,
+            }
+            .into(),
+        );
     }
 
     fn rx_end<M: From<MacMsg>>(&mut self, frame: crate::rx::RxFrame, ctx: &mut Ctx<'_, M>) {
@@ -304,76 +297,43 @@ impl Dp83820Mac {
         self.tx_advance(ctx);
     }
 
-    /// The frame's bytes on the wire once all its data is in: pad, FCS.
-    fn wire_bytes(&self, data: &[u8]) -> Vec<u8> {
-        let open = FrameLimits {
-            min_len: 0,
-            max_len: usize::MAX,
-        };
-        if self.txcfg.auto_pad {
-            if let Ok(b) = finish(data.to_vec(), open) {
-                return b;
-            }
-        }
-        let mut b = data.to_vec();
-        if self.txcfg.auto_pad && b.len() < MIN_FRAME_LEN_NO_FCS {
-            b.resize(MIN_FRAME_LEN_NO_FCS, 0);
-        }
-        let crc = fcs(&b);
-        b.extend_from_slice(&crc.to_le_bytes());
-        b
-    }
-
-    fn wire_total(&self, len: usize) -> usize {
-        let padded = if self.txcfg.auto_pad {
-            len.max(MIN_FRAME_LEN_NO_FCS)
-        } else {
-            len
-        };
-        padded + FCS_LEN
-    }
-
     /// Starts frames whose drain threshold is met, streams bytes of started ones.
     fn tx_advance<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
         let drain = usize::try_from(self.txcfg.drain.max(1)).unwrap_or(usize::MAX);
+        let auto_pad = self.txcfg.auto_pad;
         let now = ctx.now();
-        for i in 0..self.frames.len() {
-            let Some(f) = self.frames.get(i) else {
-                break;
-            };
-            if f.started && f.given >= self.wire_total(f.len) {
+        for f in &mut self.frames {
+            let total = wire_total(auto_pad, f.len);
+            if f.started && f.given >= total {
                 continue; // every byte is with the transmitter
             }
             let whole = f.data.len() >= f.len;
-            let bytes = if whole {
-                self.wire_bytes(&f.data)
+            let ready = whole || f.data.len() >= drain;
+            if !f.started && !ready {
+                break; // later frames wait for this one
+            }
+            let padded;
+            let bytes: &[u8] = if whole {
+                padded = wire_bytes(auto_pad, &f.data);
+                &padded
             } else {
-                f.data.clone()
+                &f.data
             };
-            let total = self.wire_total(f.len);
-            let (id, msg, started, given, since) = (f.id, f.msg, f.started, f.given, f.since);
-            if !started {
-                if !(whole || f.data.len() >= drain) {
-                    break; // later frames wait for this one
-                }
-                let prefix = Frame::new(id, msg, bytes.clone());
+            if !f.started {
+                let prefix = Frame::new(f.id, f.msg, bytes);
                 if self.tx.enqueue_partial(prefix, total, ctx).is_err() {
                     self.stats.tx_refused += 1;
                 }
-                ctx.span(msg, "mac data fetch", since, now);
-                tracing::debug!(target: "mac::tx", id = id.0, have = bytes.len(), total, at = %now, "frame starts");
-            } else if given < bytes.len()
-                && self.tx.extend(id, &bytes[given..], ctx) == Extended::Underrun
-            {
-                tracing::debug!(target: "mac::tx", id = id.0, "bytes came too late");
-            }
-            if let Some(f) = self.frames.get_mut(i) {
-                if !f.started {
-                    f.ready_at = now;
-                }
+                ctx.span(f.msg, "mac data fetch", f.since, now);
+                tracing::debug!(target: "mac::tx", id = f.id.0, have = bytes.len(), total, at = %now, "frame starts");
+                f.ready_at = now;
                 f.started = true;
-                f.given = bytes.len();
+            } else if f.given < bytes.len()
+                && self.tx.extend(f.id, &bytes[f.given..], ctx) == Extended::Underrun
+            {
+                tracing::debug!(target: "mac::tx", id = f.id.0, "bytes came too late");
             }
+            f.given = bytes.len();
         }
     }
 
@@ -407,4 +367,27 @@ impl Dp83820Mac {
             .into(),
         );
     }
+}
+
+/// A frame's bytes on the wire once all its `data` is in: zero pad to 60 bytes when
+/// `auto_pad`, then the FCS.
+fn wire_bytes(auto_pad: bool, data: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(wire_total(auto_pad, data.len()));
+    b.extend_from_slice(data);
+    if auto_pad && b.len() < MIN_FRAME_LEN_NO_FCS {
+        b.resize(MIN_FRAME_LEN_NO_FCS, 0);
+    }
+    let crc = fcs(&b);
+    b.extend_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// Length on the wire of a frame of `len` data bytes \[bytes\]: pad (when `auto_pad`), FCS.
+fn wire_total(auto_pad: bool, len: usize) -> usize {
+    let padded = if auto_pad {
+        len.max(MIN_FRAME_LEN_NO_FCS)
+    } else {
+        len
+    };
+    padded + FCS_LEN
 }

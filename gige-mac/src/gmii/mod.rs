@@ -43,7 +43,7 @@ use crate::link::Attachment;
 use crate::msg::{MacMsg, PortIndex};
 use crate::params::WireParams;
 use crate::rx::RxFrame;
-use sim_kernel::{Ctx, Cycles, Fsm, Priority, StateName, Time};
+use sim_kernel::{Ctx, Cycles, Duration, Fsm, Priority, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::ethernet::{PREAMBLE_LEN, SFD_LEN};
 
@@ -339,30 +339,14 @@ impl GmiiTx {
             // Not even the first byte is in: underrun on the first data clock.
             stream::corrupt_rest(w, self.port);
         }
-        let rx = RxFrame::partial(w.frame.clone(), w.total, w.rx_first, w.rx_end, byte);
         tracing::trace!(target: "mac::phy", id = w.frame.id.0, peer = %link.peer, first = %w.rx_first, last = %w.rx_end, "frame on the link");
-        let whole = rx.is_whole();
-        let (first, last) = (w.rx_first, w.rx_end);
-        ctx.send_at(
-            link.peer,
-            first,
-            MacMsg::RxStart {
-                port: link.peer_port,
-                frame: rx.clone(),
-            }
-            .into(),
+        tell_far_end(
+            w,
+            link,
+            byte,
+            |port, frame| MacMsg::RxStart { port, frame },
+            ctx,
         );
-        if whole {
-            ctx.send_at(
-                link.peer,
-                last,
-                MacMsg::RxEnd {
-                    port: link.peer_port,
-                    frame: rx,
-                }
-                .into(),
-            );
-        }
         self.fsm.set(GmiiState::Data, ctx);
         self.wake_in(len, ctx);
     }
@@ -418,5 +402,31 @@ impl GmiiTx {
         } else {
             self.start_next(ctx);
         }
+    }
+}
+
+/// Schedules at the far end of `link` what is known of the frame on the wire `w`: `first`
+/// (`RxStart` or `RxData`) when its first byte is complete there, and `RxEnd` when its
+/// last byte is, once the frame is whole.
+fn tell_far_end<M: From<MacMsg>>(
+    w: &OnWire,
+    link: Attachment,
+    byte: Duration,
+    first: fn(PortIndex, RxFrame) -> MacMsg,
+    ctx: &mut Ctx<'_, M>,
+) {
+    let rx = RxFrame::partial(w.frame.clone(), w.total, w.rx_first, w.rx_end, byte);
+    let whole = rx.is_whole();
+    ctx.send_at(
+        link.peer,
+        w.rx_first,
+        first(link.peer_port, rx.clone()).into(),
+    );
+    if whole {
+        let end = MacMsg::RxEnd {
+            port: link.peer_port,
+            frame: rx,
+        };
+        ctx.send_at(link.peer, w.rx_end, end.into());
     }
 }

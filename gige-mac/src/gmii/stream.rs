@@ -17,10 +17,9 @@
 //! since an update is sent no later than its first new byte leaves TXD, it also lands
 //! before that byte is complete at the far end.
 
-use super::{GmiiState, GmiiTx, OnWire, TxRefused};
+use super::{tell_far_end, GmiiState, GmiiTx, OnWire, TxRefused};
 use crate::frame::{fcs, Frame, FrameId};
 use crate::msg::{MacMsg, PortIndex};
-use crate::rx::RxFrame;
 use sim_kernel::Ctx;
 use via_abi::ethernet::FCS_LEN;
 
@@ -93,24 +92,14 @@ impl GmiiTx {
     /// `RxEnd` once it is whole.
     fn announce<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
         let byte = ctx.my_domain().period();
-        let (peer, port) = (self.link.peer, self.link.peer_port);
-        let Some(w) = self.on_wire.as_ref() else {
-            return;
-        };
-        let rx = RxFrame::partial(w.frame.clone(), w.total, w.rx_first, w.rx_end, byte);
-        let (first, last) = (w.rx_first, w.rx_end);
-        let whole = rx.is_whole();
-        ctx.send_at(
-            peer,
-            first,
-            MacMsg::RxData {
-                port,
-                frame: rx.clone(),
-            }
-            .into(),
-        );
-        if whole {
-            ctx.send_at(peer, last, MacMsg::RxEnd { port, frame: rx }.into());
+        if let Some(w) = self.on_wire.as_ref() {
+            tell_far_end(
+                w,
+                self.link,
+                byte,
+                |port, frame| MacMsg::RxData { port, frame },
+                ctx,
+            );
         }
     }
 
