@@ -10,13 +10,28 @@
 //!   verify, record round trip
 //! ```
 
-use super::setup::{checked, setup, teardown, Role, RDMA_DESC};
+use super::setup::{post_send_and_wait, setup, teardown, Endpoint, Role, RDMA_DESC};
 use super::{fill, pattern, verify, Direction, PingPongParams};
 use crate::ops::PollCond;
-use crate::program::{CallExt, IterationRecord, ProgramReport, ProgramResult};
+use crate::program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
 use crate::vipl::descriptor::{data_segment, rdma_write_descriptor};
 use crate::vipl::Vipl;
 use sim_kernel::MsgId;
+
+/// Builds the RDMA write descriptor both sides post at every iteration: all of their
+/// `src` buffer to the peer's `dst` buffer.
+async fn build_rdma_write(vipl: &Vipl, ep: &Endpoint) -> Result<(), ProgramError> {
+    let (src, src_mh) = ep.src;
+    let desc = rdma_write_descriptor(
+        vec![data_segment(src, src_mh, ep.len)],
+        ep.peer_dst.0,
+        ep.peer_dst.1,
+        None,
+    );
+    vipl.build_descriptor(ep.ctl.0 + RDMA_DESC, &desc)
+        .await
+        .call("build")
+}
 
 /// The initiator of an RDMA-write ping-pong: one record per round trip (`start` before
 /// VipPostSend of the ping, `end` when the pong's flag byte is seen).
@@ -26,18 +41,10 @@ use sim_kernel::MsgId;
 pub async fn rdma_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> ProgramResult {
     let ep = setup(&mut vipl, &p, Role::Initiator, false).await?;
     let (ctl, ctl_mh) = ep.ctl;
-    let (src, src_mh) = ep.src;
+    let (src, _) = ep.src;
     let (dst, _) = ep.dst;
     let len = ep.len;
-    let desc = rdma_write_descriptor(
-        vec![data_segment(src, src_mh, len)],
-        ep.peer_dst.0,
-        ep.peer_dst.1,
-        None,
-    );
-    vipl.build_descriptor(ctl + RDMA_DESC, &desc)
-        .await
-        .call("build")?;
+    build_rdma_write(&vipl, &ep).await?;
     let mut report = ProgramReport {
         program: "rdma-pingpong-initiator",
         setup_done: vipl.now(),
@@ -50,14 +57,7 @@ pub async fn rdma_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> Progr
             .await
             .call("store")?;
         let start = vipl.now();
-        vipl.vip_post_send(ep.vi, ctl + RDMA_DESC, ctl_mh)
-            .await
-            .call("VipPostSend")?;
-        let c = vipl
-            .vip_send_wait(ep.vi, p.wait_timeout)
-            .await
-            .call("VipSendWait")?;
-        checked(c, "VipSendWait")?;
+        post_send_and_wait(&mut vipl, ep.vi, ctl + RDMA_DESC, ctl_mh, p.wait_timeout).await?;
         vipl.poll_mem(
             flag_at,
             PollCond::ByteEquals(super::flag(i)),
@@ -96,18 +96,10 @@ pub async fn rdma_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> Progr
 pub async fn rdma_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> ProgramResult {
     let ep = setup(&mut vipl, &p, Role::Responder, false).await?;
     let (ctl, ctl_mh) = ep.ctl;
-    let (src, src_mh) = ep.src;
+    let (src, _) = ep.src;
     let (dst, _) = ep.dst;
     let len = ep.len;
-    let desc = rdma_write_descriptor(
-        vec![data_segment(src, src_mh, len)],
-        ep.peer_dst.0,
-        ep.peer_dst.1,
-        None,
-    );
-    vipl.build_descriptor(ctl + RDMA_DESC, &desc)
-        .await
-        .call("build")?;
+    build_rdma_write(&vipl, &ep).await?;
     let mut report = ProgramReport {
         program: "rdma-pingpong-responder",
         setup_done: vipl.now(),
@@ -135,14 +127,7 @@ pub async fn rdma_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> Progr
         fill(&vipl, src, &pattern(i, Direction::Pong, len), p.touch_data)
             .await
             .call("store")?;
-        vipl.vip_post_send(ep.vi, ctl + RDMA_DESC, ctl_mh)
-            .await
-            .call("VipPostSend")?;
-        let c = vipl
-            .vip_send_wait(ep.vi, p.wait_timeout)
-            .await
-            .call("VipSendWait")?;
-        checked(c, "VipSendWait")?;
+        post_send_and_wait(&mut vipl, ep.vi, ctl + RDMA_DESC, ctl_mh, p.wait_timeout).await?;
         report.iterations.push(IterationRecord {
             index: i,
             bytes: len,

@@ -10,7 +10,9 @@
 //!   verify, record, VipPostRecv (next)
 //! ```
 
-use super::setup::{checked, setup, teardown, Role, RECV_DESC, SEND_DESC};
+use super::setup::{
+    post_send_and_wait, recv_wait, setup, teardown, Endpoint, Role, RECV_DESC, SEND_DESC,
+};
 use super::{fill, pattern, verify, Direction, PingPongParams};
 use crate::program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
 use crate::vipl::descriptor::{data_segment, send_descriptor};
@@ -27,6 +29,16 @@ fn check_len(c: &Completion, len: u32) -> Result<(), ProgramError> {
     }
 }
 
+/// Builds the send descriptor both sides post at every iteration: all of their `src`
+/// buffer.
+async fn build_send(vipl: &Vipl, ep: &Endpoint) -> Result<(), ProgramError> {
+    let (src, src_mh) = ep.src;
+    let send = send_descriptor(vec![data_segment(src, src_mh, ep.len)], None);
+    vipl.build_descriptor(ep.ctl.0 + SEND_DESC, &send)
+        .await
+        .call("build")
+}
+
 /// The initiator of a send/receive ping-pong: one record per round trip (`start` before
 /// VipPostSend of the ping, `end` when VipRecvWait returns the pong).
 ///
@@ -35,13 +47,10 @@ fn check_len(c: &Completion, len: u32) -> Result<(), ProgramError> {
 pub async fn sendrecv_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> ProgramResult {
     let ep = setup(&mut vipl, &p, Role::Initiator, true).await?;
     let (ctl, ctl_mh) = ep.ctl;
-    let (src, src_mh) = ep.src;
+    let (src, _) = ep.src;
     let (dst, _) = ep.dst;
     let len = ep.len;
-    let send = send_descriptor(vec![data_segment(src, src_mh, len)], None);
-    vipl.build_descriptor(ctl + SEND_DESC, &send)
-        .await
-        .call("build")?;
+    build_send(&vipl, &ep).await?;
     let mut report = ProgramReport {
         program: "sendrecv-pingpong-initiator",
         setup_done: vipl.now(),
@@ -53,20 +62,10 @@ pub async fn sendrecv_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> P
             .await
             .call("store")?;
         let start = vipl.now();
-        vipl.vip_post_send(ep.vi, ctl + SEND_DESC, ctl_mh)
-            .await
-            .call("VipPostSend")?;
-        let c = vipl
-            .vip_send_wait(ep.vi, p.wait_timeout)
-            .await
-            .call("VipSendWait")?;
-        checked(c, "VipSendWait")?;
-        let c = vipl
-            .vip_recv_wait(ep.vi, p.wait_timeout)
-            .await
-            .call("VipRecvWait")?;
+        post_send_and_wait(&mut vipl, ep.vi, ctl + SEND_DESC, ctl_mh, p.wait_timeout).await?;
+        let c = recv_wait(&mut vipl, ep.vi, p.wait_timeout).await?;
         let end = vipl.now();
-        check_len(&checked(c, "VipRecvWait")?, len)?;
+        check_len(&c, len)?;
         let verified = verify(
             &vipl,
             dst,
@@ -102,13 +101,10 @@ pub async fn sendrecv_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> P
 pub async fn sendrecv_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> ProgramResult {
     let ep = setup(&mut vipl, &p, Role::Responder, true).await?;
     let (ctl, ctl_mh) = ep.ctl;
-    let (src, src_mh) = ep.src;
+    let (src, _) = ep.src;
     let (dst, _) = ep.dst;
     let len = ep.len;
-    let send = send_descriptor(vec![data_segment(src, src_mh, len)], None);
-    vipl.build_descriptor(ctl + SEND_DESC, &send)
-        .await
-        .call("build")?;
+    build_send(&vipl, &ep).await?;
     let mut report = ProgramReport {
         program: "sendrecv-pingpong-responder",
         setup_done: vipl.now(),
@@ -117,11 +113,8 @@ pub async fn sendrecv_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> P
     for i in 0..p.total() {
         vipl.set_trace_msg(MsgId(u64::from(i)));
         let start = vipl.now();
-        let c = vipl
-            .vip_recv_wait(ep.vi, p.wait_timeout)
-            .await
-            .call("VipRecvWait")?;
-        check_len(&checked(c, "VipRecvWait")?, len)?;
+        let c = recv_wait(&mut vipl, ep.vi, p.wait_timeout).await?;
+        check_len(&c, len)?;
         let verified = verify(
             &vipl,
             dst,
@@ -138,14 +131,7 @@ pub async fn sendrecv_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> P
         fill(&vipl, src, &pattern(i, Direction::Pong, len), p.touch_data)
             .await
             .call("store")?;
-        vipl.vip_post_send(ep.vi, ctl + SEND_DESC, ctl_mh)
-            .await
-            .call("VipPostSend")?;
-        let c = vipl
-            .vip_send_wait(ep.vi, p.wait_timeout)
-            .await
-            .call("VipSendWait")?;
-        checked(c, "VipSendWait")?;
+        post_send_and_wait(&mut vipl, ep.vi, ctl + SEND_DESC, ctl_mh, p.wait_timeout).await?;
         report.iterations.push(IterationRecord {
             index: i,
             bytes: len,

@@ -16,7 +16,8 @@ use super::PingPongParams;
 use crate::program::{CallExt, ProgramError};
 use crate::vipl::descriptor::{data_segment, recv_descriptor, send_descriptor};
 use crate::vipl::{
-    Completion, NetAddress, NicHandle, ViAttributes, ViHandle, VipError, VipMemAttributes, Vipl,
+    Completion, NetAddress, NicHandle, Timeout, ViAttributes, ViHandle, VipError, VipMemAttributes,
+    Vipl,
 };
 use via_abi::{MacAddr, MemHandle, ProtectionTag};
 
@@ -82,6 +83,37 @@ pub fn checked(c: Completion, call: &'static str) -> Result<Completion, ProgramE
     } else {
         Ok(c)
     }
+}
+
+/// VipPostSend of the descriptor at `desc_va`, then VipSendWait for its completion.
+///
+/// # Errors
+/// Either call failing, or the completion in error.
+pub async fn post_send_and_wait(
+    vipl: &mut Vipl,
+    vi: ViHandle,
+    desc_va: u64,
+    mh: MemHandle,
+    timeout: Timeout,
+) -> Result<Completion, ProgramError> {
+    vipl.vip_post_send(vi, desc_va, mh)
+        .await
+        .call("VipPostSend")?;
+    let c = vipl.vip_send_wait(vi, timeout).await.call("VipSendWait")?;
+    checked(c, "VipSendWait")
+}
+
+/// VipRecvWait for the next receive completion.
+///
+/// # Errors
+/// The call failing, or the completion in error.
+pub async fn recv_wait(
+    vipl: &mut Vipl,
+    vi: ViHandle,
+    timeout: Timeout,
+) -> Result<Completion, ProgramError> {
+    let c = vipl.vip_recv_wait(vi, timeout).await.call("VipRecvWait")?;
+    checked(c, "VipRecvWait")
 }
 
 /// Opens the NIC, registers the buffers, creates and connects the VI and exchanges the
@@ -172,19 +204,8 @@ pub async fn setup(
     vipl.build_descriptor(ctl + SEND_DESC, &send)
         .await
         .call("build")?;
-    vipl.vip_post_send(vi, ctl + SEND_DESC, ctl_mh)
-        .await
-        .call("VipPostSend")?;
-    let c = vipl
-        .vip_send_wait(vi, p.wait_timeout)
-        .await
-        .call("VipSendWait")?;
-    checked(c, "VipSendWait")?;
-    let c = vipl
-        .vip_recv_wait(vi, p.wait_timeout)
-        .await
-        .call("VipRecvWait")?;
-    checked(c, "VipRecvWait")?;
+    post_send_and_wait(vipl, vi, ctl + SEND_DESC, ctl_mh, p.wait_timeout).await?;
+    let c = recv_wait(vipl, vi, p.wait_timeout).await?;
     if c.length != INFO_BYTES {
         return Err(ProgramError::Protocol("set-up message of the wrong length"));
     }

@@ -1,32 +1,18 @@
 //! Value parsers of the `hvia dma` options. clap puts their message after the option's
 //! name (`invalid value 'abc' for '--bytes <N>': ...`) and exits with status 2.
 
+use crate::layout::num::parse_u64;
+
 /// Largest `--bytes` \[bytes\]: 256 MiB. A limit of the simulator, which holds the data
 /// (source, destination and the copy it checks) in memory.
 pub const MAX_BYTES: u64 = 256 << 20;
-
-/// Parses an unsigned number: decimal, or hex after `0x`; `_` may separate digits.
-fn number(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let (digits, radix) = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => (hex, 16),
-        None => (t, 10),
-    };
-    let clean: String = digits.chars().filter(|&c| c != '_').collect();
-    if clean.is_empty() || !clean.chars().all(|c| c.is_digit(radix)) {
-        return Err(format!(
-            "`{text}` is not a number (give decimal digits, or hex digits after 0x)"
-        ));
-    }
-    u64::from_str_radix(&clean, radix).map_err(|_| format!("`{text}` does not fit in 64 bits"))
-}
 
 /// `--bytes`: at least 1, at most [`MAX_BYTES`].
 ///
 /// # Errors
 /// Not a number, 0, or too large.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    match number(text)? {
+    match parse_u64(text)? {
         0 => Err("a size of 0 moves nothing: give at least 1 byte".to_owned()),
         n if n > MAX_BYTES => Err(format!(
             "{n} bytes is too large: at most {MAX_BYTES} (256 MiB, a limit of the simulator)"
@@ -40,7 +26,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 /// # Errors
 /// Not a number, or not such a power of two.
 pub fn parse_burst(text: &str) -> Result<u32, String> {
-    let n = number(text)?;
+    let n = parse_u64(text)?;
     match u32::try_from(n) {
         Ok(b) if b.is_power_of_two() && (4..=4096).contains(&b) => Ok(b),
         _ => Err(format!(
@@ -54,7 +40,7 @@ pub fn parse_burst(text: &str) -> Result<u32, String> {
 /// # Errors
 /// Not a number, or 4096 or more.
 pub fn parse_offset(text: &str) -> Result<u64, String> {
-    match number(text)? {
+    match parse_u64(text)? {
         n if n < 4096 => Ok(n),
         n => Err(format!(
             "{n} is not within a 4 KB page: the offset must be 0 to 4095"
