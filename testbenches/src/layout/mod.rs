@@ -18,7 +18,7 @@ mod att_out;
 mod descriptor;
 mod descriptor_out;
 mod error;
-mod num;
+pub(crate) mod num;
 mod rows;
 
 pub use att::{AttArgs, DEFAULT_L2_POINTER};

@@ -1,6 +1,6 @@
-//! Text <-> numbers and bytes for `hvia layout`: option values in decimal or `0x` hex
-//! (with optional `_` separators), hex byte strings for `--decode`, and the hex forms the
-//! output uses.
+//! Text <-> numbers and bytes for `hvia layout` (and the number parser of `hvia dma`):
+//! option values in decimal or `0x` hex (with optional `_` separators), hex byte strings
+//! for `--decode`, and the hex forms the output uses.
 //!
 //! The `parse_*` functions are clap value parsers: clap puts their message after the
 //! option's name (`invalid value 'x' for '--va <VA>': ...`) and exits with status 2.

@@ -14,6 +14,8 @@
 //! `end - start` exactly (a property test checks both).
 
 use sim_kernel::{ClockDomain, Cycles, Time};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 
 /// One recorded span, with names resolved (input of [`tile`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,20 +73,30 @@ pub fn tile(spans: &[NamedSpan], domains: &[ClockDomain], start: Time, end: Time
     cuts.sort_unstable();
     cuts.dedup();
 
+    // Sweep line: the spans covering the current instant, ordered by the pick rule
+    // (latest start, then earliest end, then first recorded); the first one wins.
+    let mut by_start = live.clone();
+    by_start.sort_by_key(|(i, s)| (s.start, *i));
+    let mut next = 0;
+    let mut active: BTreeSet<(Reverse<Time>, Time, usize)> = BTreeSet::new();
+    let mut ending: BinaryHeap<Reverse<(Time, Reverse<Time>, usize)>> = BinaryHeap::new();
+
     let mut stages: Vec<Stage> = Vec::new();
     let mut last_pick: Option<usize> = None;
     for w in cuts.windows(2) {
         let (a, b) = (w[0], w[1]);
-        let pick = live
-            .iter()
-            .filter(|(_, s)| s.start <= a && s.end > a)
-            .min_by(|(ia, x), (ib, y)| {
-                y.start
-                    .cmp(&x.start)
-                    .then(x.end.cmp(&y.end))
-                    .then(ia.cmp(ib))
-            })
-            .map(|(i, _)| *i);
+        while let Some((i, s)) = by_start.get(next).filter(|(_, s)| s.start <= a) {
+            active.insert((Reverse(s.start), s.end, *i));
+            ending.push(Reverse((s.end, Reverse(s.start), *i)));
+            next += 1;
+        }
+        while let Some(Reverse((e, st, i))) =
+            ending.peek().copied().filter(|Reverse((e, _, _))| *e <= a)
+        {
+            ending.pop();
+            active.remove(&(st, e, i));
+        }
+        let pick = active.first().map(|(_, _, i)| *i);
         match (pick, last_pick, stages.last_mut()) {
             (p, q, Some(st)) if p == q => st.end = b,
             _ => {
@@ -311,20 +323,7 @@ fn select_path(
     let responder = sys.nodes[1].cpu;
     let sender_engine = sys.nodes[0].engine;
     let node_of = |c: sim_kernel::ComponentId| -> Option<usize> {
-        sys.nodes.iter().position(|n| {
-            [
-                n.cpu,
-                n.system_bus,
-                n.dma,
-                n.engine,
-                n.att,
-                n.gec,
-                n.local_bus,
-                n.mac_bus,
-                n.mac_side,
-            ]
-            .contains(&c)
-        })
+        sys.nodes.iter().position(|n| n.components().contains(&c))
     };
     // The host's doorbell for this iteration; the engine's doorbell span that follows it
     // names the engine's id of the message (an earlier one can belong to a receive post).
@@ -366,11 +365,8 @@ fn select_path(
         .iter()
         .filter(|s| tagged(s) && OFF_PATH_STAGES.contains(&s.stage))
         .collect();
-    let within = |outer: &sim_kernel::Span, b: &sim_kernel::Span| {
-        node_of(outer.component) == node_of(b.component)
-            && outer.start <= b.start
-            && b.end <= outer.end
-    };
+    let picked_cover = Cover::new(picked.iter().copied(), node_of);
+    let off_path_cover = Cover::new(off_path.iter().copied(), node_of);
     // The doorbell's posted writes cross the system bus after the CPU has moved on: from
     // the CPU's doorbell span to the engine's.
     let host_doorbell = picked
@@ -385,14 +381,14 @@ fn select_path(
     let bus_spans: Vec<&sim_kernel::Span> = all
         .iter()
         .filter(|b| buses.contains(&b.component))
-        .filter(|b| !off_path.iter().any(|o| within(o, b)))
+        .filter(|b| !off_path_cover.contains(node_of(b.component), b))
         .filter(|b| {
             let in_doorbell_flight = b.component == sender_bus
                 && host_doorbell.is_some_and(|h| b.start >= h)
                 && engine_doorbell.is_some_and(|e| b.end <= e);
             let local_tagged =
                 b.msg == engine_msg && !sys.nodes.iter().any(|n| n.system_bus == b.component);
-            let nested = picked.iter().any(|p| within(p, b));
+            let nested = picked_cover.contains(node_of(b.component), b);
             in_doorbell_flight || local_tagged || nested
         })
         .collect();
@@ -454,3 +450,50 @@ const OFF_PATH_STAGES: &[&str] = &[
     "tx write-back",
     "ack wait",
 ];
+
+/// The spans of a set, per node, sorted by start with a running maximum of their ends:
+/// "does a span of this node contain `[b.start, b.end)`?" in O(log n).
+struct Cover {
+    by_node: std::collections::BTreeMap<Option<usize>, (Vec<Time>, Vec<Time>)>,
+}
+
+impl Cover {
+    fn new<'a>(
+        spans: impl Iterator<Item = &'a sim_kernel::Span>,
+        node_of: impl Fn(sim_kernel::ComponentId) -> Option<usize>,
+    ) -> Self {
+        let mut lists: std::collections::BTreeMap<Option<usize>, Vec<(Time, Time)>> =
+            std::collections::BTreeMap::new();
+        for s in spans {
+            lists
+                .entry(node_of(s.component))
+                .or_default()
+                .push((s.start, s.end));
+        }
+        let by_node = lists
+            .into_iter()
+            .map(|(node, mut v)| {
+                v.sort_unstable();
+                let starts = v.iter().map(|(s, _)| *s).collect();
+                let max_ends = v
+                    .iter()
+                    .scan(Time::ZERO, |m, (_, e)| {
+                        *m = (*m).max(*e);
+                        Some(*m)
+                    })
+                    .collect();
+                (node, (starts, max_ends))
+            })
+            .collect();
+        Self { by_node }
+    }
+
+    /// Whether a span of `node` starts at or before `b.start` and ends at or after `b.end`.
+    fn contains(&self, node: Option<usize>, b: &sim_kernel::Span) -> bool {
+        let Some((starts, max_ends)) = self.by_node.get(&node) else {
+            return false;
+        };
+        let n = starts.partition_point(|s| *s <= b.start);
+        n > 0 && max_ends[n - 1] >= b.end
+    }
+}

@@ -64,6 +64,25 @@ pub struct NodeIds {
     pub att_port: ComponentId,
 }
 
+impl NodeIds {
+    /// Every component of the node.
+    #[must_use]
+    pub fn components(&self) -> [ComponentId; 10] {
+        [
+            self.cpu,
+            self.system_bus,
+            self.dma,
+            self.engine,
+            self.att,
+            self.gec,
+            self.local_bus,
+            self.mac_bus,
+            self.mac_side,
+            self.att_port,
+        ]
+    }
+}
+
 /// A built system: the kernel and the world it runs.
 pub struct System {
     /// The event kernel.
