@@ -1,0 +1,40 @@
+//! The determinism digest: trace digests, one-way latencies and event counts of a fixed
+//! set of ping-pong runs on every preset. A change that must not move results leaves this
+//! output byte-identical; run it before and after (`cargo run --release --example digest`).
+use testbenches::config::{SystemConfig, PRESETS};
+use testbenches::system::{run_pingpong, Op, PingPongSpec};
+
+fn main() {
+    for preset in PRESETS.iter().map(|p| p.name) {
+        let Ok(cfg) = SystemConfig::from_preset(preset) else {
+            println!("{preset}: cannot load");
+            continue;
+        };
+        for (op, size) in [
+            (Op::RdmaWrite, 4),
+            (Op::RdmaWrite, 1461),
+            (Op::RdmaWrite, 65536),
+            (Op::SendRecv, 4),
+            (Op::SendRecv, 4096),
+        ] {
+            let spec = PingPongSpec {
+                op,
+                size,
+                iterations: 3,
+                warmup: 1,
+                trace: true,
+            };
+            match run_pingpong(&cfg, spec) {
+                Ok(r) => println!(
+                    "{preset} {} {size}: digest {:016x} one-way {} ps events {} simulated {} ps",
+                    op.name(),
+                    r.system.kernel.trace().digest(),
+                    r.one_way.0,
+                    r.stats.events,
+                    r.stats.simulated.0
+                ),
+                Err(e) => println!("{preset} {} {size}: error {e}", op.name()),
+            }
+        }
+    }
+}
