@@ -302,6 +302,19 @@ impl<M> Kernel<M> {
         self.queue.len()
     }
 
+    /// The time of the earliest queued event, if any.
+    #[must_use]
+    pub fn next_event_time(&self) -> Option<Time> {
+        self.queue.peek_time()
+    }
+
+    /// The receivers of the queued events, in no particular order (one entry per
+    /// event). A run loop uses it to tell a stalled system (only idle loops left) from
+    /// one that still has work.
+    pub fn pending_targets(&self) -> impl Iterator<Item = ComponentId> + '_ {
+        self.queue.items().map(|(to, _)| *to)
+    }
+
     /// Injects a message from outside the system (a testbench), delivered on the first
     /// edge of the receiver's domain at or after `max(at, now)`.
     pub fn post(&mut self, to: ComponentId, at: Time, msg: M) {

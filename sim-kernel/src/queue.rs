@@ -126,6 +126,11 @@ impl<T> EventQueue<T> {
         self.heap.len()
     }
 
+    /// Every queued item, in no particular order (for inspection, e.g. stall detection).
+    pub fn items(&self) -> impl Iterator<Item = &T> {
+        self.heap.iter().map(|e| &e.item)
+    }
+
     /// Whether no event is queued.
     #[must_use]
     pub fn is_empty(&self) -> bool {

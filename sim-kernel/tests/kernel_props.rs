@@ -175,3 +175,37 @@ fn run_limits_and_stop() {
     assert_eq!(k.stats().events, 6);
     assert_eq!(k.pending(), 1);
 }
+
+#[test]
+fn the_queue_can_be_inspected_without_running() {
+    struct Idle;
+    impl World<u32> for Idle {
+        fn deliver(&mut self, _to: ComponentId, _msg: u32, _ctx: &mut Ctx<'_, u32>) {}
+    }
+    let mut k: Kernel<u32> = Kernel::new(false);
+    let d = k.add_domain(ClockDomain::from_mhz("d", 100.0).unwrap());
+    let a = k.add_component("a", d);
+    let b = k.add_component("b", d);
+    assert_eq!(k.next_event_time(), None);
+    assert_eq!(k.pending_targets().count(), 0);
+    k.post(b, Time(70_000), 1);
+    k.post(a, Time(20_000), 2);
+    k.post(b, Time(40_000), 3);
+    assert_eq!(k.next_event_time(), Some(Time(20_000)));
+    let mut targets: Vec<ComponentId> = k.pending_targets().collect();
+    targets.sort_by_key(|c| c.0);
+    assert_eq!(targets, vec![a, b, b]);
+    // A limit before the next event runs nothing and leaves time where it was: a run
+    // loop must look at `next_event_time` to move on.
+    assert_eq!(
+        k.run_until(&mut Idle, Time(10_000)),
+        sim_kernel::RunOutcome::TimeLimit
+    );
+    assert_eq!(k.now(), Time(0));
+    assert_eq!(
+        k.run_until(&mut Idle, Time(40_000)),
+        sim_kernel::RunOutcome::TimeLimit
+    );
+    assert_eq!(k.next_event_time(), Some(Time(70_000)));
+    assert_eq!(k.pending_targets().collect::<Vec<_>>(), vec![b]);
+}
