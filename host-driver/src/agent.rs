@@ -17,6 +17,7 @@
 //!
 //! Tracing target: `host::agent`.
 
+use crate::ops::RegisterWait;
 use crate::vipl::{VipError, VipMemAttributes, VipResult, Vipl};
 use sim_kernel::{Cycles, Time};
 use via_abi::bar::{self, AttCmd, CmdResult, ViCmd, ViStateCode};
@@ -131,6 +132,21 @@ impl Vipl {
     /// After a connect request or wait on `vi` (already written): reads `VI_RESULT` and
     /// `VI_STATE` until the VI is connected, refused, or `deadline` passes.
     pub(crate) async fn agent_wait_connected(
+        &self,
+        vi: u16,
+        deadline: Option<Time>,
+    ) -> VipResult<ConnectOutcome> {
+        self.declare_wait(Some(RegisterWait {
+            what: "the VI to connect (VI_RESULT / VI_STATE)",
+            deadline,
+            since: self.now(),
+        }));
+        let r = self.wait_connected_loop(vi, deadline).await;
+        self.declare_wait(None);
+        r
+    }
+
+    async fn wait_connected_loop(
         &self,
         vi: u16,
         deadline: Option<Time>,

@@ -71,7 +71,7 @@ pub mod vipl;
 
 pub use cache::{CacheModel, CacheParams};
 pub use costs::{ByteRate, CostDoc, CpuCosts};
-pub use cpu::{CpuState, CpuStats, HostCpu, HostCpuParams, ProgramFuture};
+pub use cpu::{CpuState, CpuStats, CpuWait, HostCpu, HostCpuParams, ProgramFuture};
 pub use msg::{HostIncoming, HostMsg};
 pub use ops::{PollCond, PollOutcome};
 pub use program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};

@@ -186,6 +186,23 @@ pub struct SlotState {
     pub msg: MsgId,
     /// Spans recorded by the program since the last flush.
     pub spans: Vec<SpanRecord>,
+    /// The last span the program recorded (a VIPL call or a poll) and when it ended, for
+    /// diagnoses of a stalled run.
+    pub last_span: Option<(&'static str, Time)>,
+    /// A wait the library is in that reads card registers in a loop (e.g. for a
+    /// connection): only the card can end it.
+    pub register_wait: Option<RegisterWait>,
+}
+
+/// A library wait that polls card registers (see [`SlotState::register_wait`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegisterWait {
+    /// What it waits for.
+    pub what: &'static str,
+    /// When it gives up (`None`: never).
+    pub deadline: Option<Time>,
+    /// When it started.
+    pub since: Time,
 }
 
 /// The shared slot.

@@ -34,7 +34,7 @@
 mod exec;
 mod types;
 
-pub use types::{CpuState, CpuStats, HostCpuParams};
+pub use types::{CpuState, CpuStats, CpuWait, HostCpuParams};
 
 use crate::cache::CacheModel;
 use crate::msg::{HostIncoming, HostMsg};
@@ -181,6 +181,43 @@ impl HostCpu {
     #[must_use]
     pub fn outcome(&self) -> Option<&ProgramResult> {
         self.outcome.as_ref()
+    }
+
+    /// What the program waits for right now.
+    #[must_use]
+    pub fn wait(&self) -> CpuWait {
+        if self.outcome.is_some() || self.finished.is_some() {
+            return CpuWait::Finished;
+        }
+        if self.started.is_none() {
+            return CpuWait::NotStarted;
+        }
+        if let Some(w) = self.slot.borrow().register_wait {
+            return CpuWait::RegisterPoll {
+                what: w.what,
+                deadline: w.deadline,
+                since: w.since,
+            };
+        }
+        match &self.wait {
+            Wait::None | Wait::Timer { .. } => CpuWait::Busy,
+            Wait::Write { since, .. } => CpuWait::MmioWrite { since: *since },
+            Wait::Read { since, .. } => CpuWait::MmioRead { since: *since },
+            Wait::Poll(run) => CpuWait::Poll {
+                va: run.va,
+                cond: run.cond,
+                deadline: run.deadline,
+                since: run.start,
+                iterations: run.iterations,
+            },
+        }
+    }
+
+    /// The last span the program recorded (a VIPL call such as `VipPostSend`, or a
+    /// poll) and when it ended.
+    #[must_use]
+    pub fn last_call(&self) -> Option<(&'static str, Time)> {
+        self.slot.borrow().last_span
     }
 
     /// Takes the program's result out of the CPU.

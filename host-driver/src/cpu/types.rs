@@ -2,7 +2,9 @@
 
 use crate::cache::CacheParams;
 use crate::costs::CpuCosts;
-use sim_kernel::{Duration, StateName};
+use crate::ops::PollCond;
+use sim_kernel::{Duration, StateName, Time};
+use std::fmt;
 
 /// Parameters of a host CPU and its process.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,8 +23,9 @@ pub struct HostCpuParams {
     pub heap_base: u64,
     /// First VI number the kernel agent hands out (one process per node: 0).
     pub first_vi: u16,
-    /// Largest transfer a VI may ask for in `VipCreateVi` \[bytes\]. Assumption: 1 MiB
-    /// (not published; the card fragments messages into MTU-sized frames).
+    /// Largest transfer a VI may ask for in `VipCreateVi` \[bytes\]. Assumption: 16 MiB
+    /// (not published; the card fragments messages into MTU-sized frames and its
+    /// descriptors carry a 32-bit length; 16 MiB is the largest size `hvia` documents).
     pub max_transfer_bytes: u32,
 }
 
@@ -35,7 +38,7 @@ impl Default for HostCpuParams {
             nic_name: "/dev/hvia0".into(),
             heap_base: 0x4000_0000,
             first_vi: 0,
-            max_transfer_bytes: 1 << 20,
+            max_transfer_bytes: 16 << 20,
         }
     }
 }
@@ -101,4 +104,122 @@ pub struct CpuStats {
     pub line_misses: u64,
     /// Cache line loads that missed because a DMA write changed the line.
     pub dma_misses: u64,
+}
+
+/// What a CPU's program waits for right now: what a run loop needs to tell a stalled
+/// system from a busy one, and what its diagnosis says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuWait {
+    /// No program has been started.
+    NotStarted,
+    /// The program has returned (or is stuck for good: see [`HostCpu::outcome`](super::HostCpu::outcome)).
+    Finished,
+    /// Executing an op: a wake-up at the end of its cost is queued.
+    Busy,
+    /// Waiting for the host bridge to post a memory-mapped write (sent at `since`).
+    MmioWrite {
+        /// When the write was issued.
+        since: Time,
+    },
+    /// Stalled on a memory-mapped read (sent at `since`).
+    MmioRead {
+        /// When the read was issued.
+        since: Time,
+    },
+    /// In a library loop that reads card registers until the card reports a change
+    /// (e.g. a VI connecting).
+    RegisterPoll {
+        /// What it waits for.
+        what: &'static str,
+        /// When it gives up (`None`: never).
+        deadline: Option<Time>,
+        /// When it started.
+        since: Time,
+    },
+    /// In a polling loop on process memory: only a DMA write into the polled bytes (or
+    /// the deadline) can end it.
+    Poll {
+        /// The polled address \[process VA\].
+        va: u64,
+        /// What ends the poll.
+        cond: PollCond,
+        /// When the poll gives up (`None`: never).
+        deadline: Option<Time>,
+        /// When the poll started.
+        since: Time,
+        /// Iterations so far.
+        iterations: u64,
+    },
+}
+
+impl CpuWait {
+    /// Whether only a change made by another component can end this wait: a poll with
+    /// no deadline. If every queued event is such a poll's next iteration, nothing can
+    /// ever change the polled bytes and the run is stalled.
+    #[must_use]
+    pub fn needs_outside_change(&self) -> bool {
+        matches!(self, CpuWait::Poll { deadline: None, .. })
+    }
+
+    /// Whether the program waits, with no deadline, for something only the card or the
+    /// network can do: a memory poll, or a library loop reading card registers.
+    #[must_use]
+    pub fn waits_for_card(&self) -> bool {
+        self.needs_outside_change() || matches!(self, CpuWait::RegisterPoll { deadline: None, .. })
+    }
+}
+
+impl fmt::Display for CpuWait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuWait::NotStarted => write!(f, "no program started"),
+            CpuWait::Finished => write!(f, "program finished"),
+            CpuWait::Busy => write!(f, "executing"),
+            CpuWait::MmioWrite { since } => {
+                write!(
+                    f,
+                    "waits since {since} for the host bridge to post a memory-mapped write"
+                )
+            }
+            CpuWait::MmioRead { since } => {
+                write!(
+                    f,
+                    "waits since {since} for the data of a memory-mapped read"
+                )
+            }
+            CpuWait::RegisterPoll {
+                what,
+                deadline,
+                since,
+            } => {
+                write!(f, "reads card registers since {since} waiting for {what}")?;
+                match deadline {
+                    Some(d) => write!(f, ", until {d}"),
+                    None => write!(f, ", with no deadline"),
+                }
+            }
+            CpuWait::Poll {
+                va,
+                cond,
+                deadline,
+                since,
+                iterations,
+            } => {
+                let what = match cond {
+                    PollCond::AnyBits32(m) => {
+                        format!("the 32-bit word to have a bit of {m:#x} set")
+                    }
+                    PollCond::ByteEquals(v) => format!("the byte to become {v:#04x}"),
+                };
+                write!(
+                    f,
+                    "polls VA {va:#x} since {since} ({iterations} iterations) for {what}"
+                )?;
+                match deadline {
+                    Some(d) => write!(f, ", until {d}"),
+                    None => write!(f, ", with no deadline"),
+                }
+            }
+        }
+    }
 }

@@ -139,10 +139,17 @@ impl Vipl {
         }
     }
 
+    /// Declares (or, with `None`, ends) a wait that polls card registers, so that a run
+    /// loop can tell it from work (see [`crate::CpuWait::RegisterPoll`]).
+    pub(crate) fn declare_wait(&self, wait: Option<crate::ops::RegisterWait>) {
+        self.slot.borrow_mut().register_wait = wait;
+    }
+
     /// Records a trace span `stage` from `start` to now (under the current message id).
     pub fn record_span(&self, stage: &'static str, start: Time) {
         let mut s = self.slot.borrow_mut();
         let (msg, end) = (s.msg, s.now);
+        s.last_span = Some((stage, end));
         s.spans.push(SpanRecord {
             msg,
             stage,
