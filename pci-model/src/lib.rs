@@ -89,6 +89,6 @@ pub use params::{
 };
 pub use stats::{BusStats, MasterStats, TenureEnd, TenureRecord};
 pub use testbench::{
-    dma_throughput, BenchDirection, BenchTarget, BurstAccount, DmaBenchParams, DmaBenchReport,
-    Node, PciWorld, Probe,
+    burst_account, dma_throughput, BenchDirection, BenchTarget, BurstAccount, DmaBenchParams,
+    DmaBenchReport, Node, PciWorld, Probe,
 };

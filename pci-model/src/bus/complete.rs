@@ -225,7 +225,8 @@ impl PciBus {
                 ctx.span(id, stage, self.edge(data_to), self.edge(last + 1));
             }
         }
-        if let Some(log) = self.log.as_mut() {
+        let keep = self.log.is_some() && self.log_keeps(t.tag);
+        if let Some(log) = self.log.as_mut().filter(|_| keep) {
             log.push(TenureRecord {
                 master: u16::try_from(t.master).unwrap_or(u16::MAX),
                 tag: t.tag,

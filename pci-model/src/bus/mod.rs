@@ -141,6 +141,16 @@ pub(crate) enum DeviceReply {
     Abort,
 }
 
+/// The stretch of a run the per-transaction log keeps (see
+/// [`PciBus::set_tenure_log_window`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LogWindow {
+    from: u64,
+    to: u64,
+    open: bool,
+    closed: bool,
+}
+
 /// One PCI bus segment (see the module doc).
 #[derive(Clone, Debug)]
 pub struct PciBus {
@@ -168,6 +178,7 @@ pub struct PciBus {
     reqs_buf: Vec<bool>,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
+    log_window: Option<LogWindow>,
 }
 
 impl PciBus {
@@ -201,6 +212,7 @@ impl PciBus {
             reqs_buf: Vec::new(),
             stats: BusStats::default(),
             log: None,
+            log_window: None,
         })
     }
 
@@ -362,6 +374,41 @@ impl PciBus {
     /// Turns the per-transaction log on (clearing it) or off.
     pub fn set_tenure_log(&mut self, on: bool) {
         self.log = on.then(Vec::new);
+        self.log_window = None;
+    }
+
+    /// Turns the per-transaction log on (clearing it) for a window of the run only: it
+    /// starts with the first transaction whose tag is at least `from` and stops before
+    /// the first whose tag is above `to`. Every record in between is kept, of any tag,
+    /// so the window is the same stretch of the whole log; its memory does not grow
+    /// with the length of the run.
+    pub fn set_tenure_log_window(&mut self, from: u64, to: u64) {
+        self.log = Some(Vec::new());
+        self.log_window = Some(LogWindow {
+            from,
+            to,
+            open: false,
+            closed: false,
+        });
+    }
+
+    /// Whether the log keeps a record of a transaction tagged `tag` (and moves the
+    /// window).
+    fn log_keeps(&mut self, tag: u64) -> bool {
+        let Some(w) = self.log_window.as_mut() else {
+            return true;
+        };
+        if w.closed {
+            return false;
+        }
+        if tag > w.to && w.open {
+            w.closed = true;
+            return false;
+        }
+        if tag >= w.from {
+            w.open = true;
+        }
+        w.open
     }
 
     /// The per-transaction log (empty unless turned on).
