@@ -2,7 +2,8 @@
 //!
 //! Exit status: 0 on success, 2 on bad input (clap usage errors, every configuration
 //! error and every bad option value, printed to stderr by miette), 1 when a simulation
-//! fails (a model error, not the input's).
+//! fails (a model error, not the input's) or the output cannot be written (a full disk,
+//! a closed stdout). A broken pipe (`hvia config --show | head`) is not an error.
 
 use clap::Parser;
 use std::io::{IsTerminal, Write};
@@ -11,18 +12,46 @@ use testbenches::cli::{run, Cli};
 
 fn main() -> ExitCode {
     init_tracing();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
     init_error_reports();
     match run(&cli) {
         Ok(outcome) => {
-            write_ignoring_broken_pipe(&mut std::io::stdout().lock(), &outcome.stdout);
-            write_ignoring_broken_pipe(&mut std::io::stderr().lock(), &outcome.stderr);
-            ExitCode::from(outcome.status)
+            let out = write_out(&mut std::io::stdout().lock(), &outcome.stdout, "stdout");
+            let err = write_out(&mut std::io::stderr().lock(), &outcome.stderr, "stderr");
+            match out.and(err) {
+                Ok(()) => ExitCode::from(outcome.status),
+                Err(code) => code,
+            }
         }
         Err(err) => {
             let report = miette::Report::new(err);
-            write_ignoring_broken_pipe(&mut std::io::stderr().lock(), &format!("{report:?}\n"));
+            let _ = write_out(
+                &mut std::io::stderr().lock(),
+                &format!("{report:?}\n"),
+                "stderr",
+            );
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `--help` and `--version` go to stdout (exit 0, or 1 if it cannot be written); usage
+/// errors to stderr with exit 2.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    if e.use_stderr() {
+        let _ = e.print();
+        ExitCode::from(2)
+    } else {
+        match write_out(
+            &mut std::io::stdout().lock(),
+            &e.render().to_string(),
+            "stdout",
+        ) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(code) => code,
         }
     }
 }
@@ -56,7 +85,21 @@ fn init_error_reports() {
 /// Report width when stderr is not a terminal: wide enough never to wrap a message.
 const NO_WRAP: usize = 10_000;
 
-/// Writes `text`; a closed pipe (`hvia config --show | head`) is not an error.
-fn write_ignoring_broken_pipe(out: &mut impl Write, text: &str) {
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+/// Writes `text` to `out` (named `what` in the error). A broken pipe (`hvia config
+/// --show | head`) is not an error; any other failure is reported on stderr (when that
+/// is not what failed) and becomes exit status 1.
+fn write_out(out: &mut impl Write, text: &str, what: &str) -> Result<(), ExitCode> {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => {
+            if what != "stderr" {
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "hvia: cannot write to {what}: {e}"
+                );
+            }
+            Err(ExitCode::FAILURE)
+        }
+    }
 }

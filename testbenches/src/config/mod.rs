@@ -12,6 +12,7 @@
 //! [`SystemConfig::local_target`].
 
 mod error;
+pub mod feasible;
 mod pci;
 mod presets;
 mod schema;
@@ -37,7 +38,8 @@ pub use validate::Problem;
 
 use serde::Deserialize;
 use sim_kernel::clock::{period_ps_from_mhz, ClockDomain, ClockError};
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 /// Where the base configuration comes from, before any `--set`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,24 +203,18 @@ impl SystemConfig {
     /// # Errors
     /// Any [`ConfigError`].
     pub fn load<S: AsRef<str>>(source: &ConfigSource, sets: &[S]) -> Result<Self, ConfigError> {
-        let (text, origin) = match source {
+        let (text, origin, dir) = match source {
             ConfigSource::Preset(name) => {
                 let p = presets::find(name)?;
-                (p.text.to_owned(), p.file.to_owned())
+                (p.text.to_owned(), p.file.to_owned(), None)
             }
             ConfigSource::File(path) => {
-                let origin = path.display().to_string();
-                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-                    path: origin.clone(),
-                    reason: e,
-                })?;
-                (text, origin)
+                let text = read_config_file(path)?;
+                let dir = path.parent().map(Path::to_path_buf);
+                (text, path.display().to_string(), dir)
             }
         };
-        let mut cfg = match extends_of(&text) {
-            Some(base) => Self::overlay(&base, &text, &origin)?,
-            None => Self::parse_toml(&text, &origin)?,
-        };
+        let mut cfg = Self::resolve(&text, &origin, dir.as_deref(), &mut Vec::new())?;
         for input in sets {
             cfg.apply_set(input.as_ref())?;
         }
@@ -242,13 +238,54 @@ impl SystemConfig {
         Ok(cfg)
     }
 
-    /// A what-if preset or file that starts from an embedded preset: `extends = "NAME"`
-    /// at the top, then only the values it changes, each applied to the base exactly as a
-    /// `--set` would be (so an unknown key or a wrong type is an error naming the key and
-    /// the file).
-    fn overlay(base: &str, text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let p = presets::find(base)?;
-        let mut cfg = Self::parse_toml(p.text, p.file)?;
+    /// The configuration a text describes: a whole configuration, or (with `extends =
+    /// "BASE"` at its top) the base's configuration with only the values it lists
+    /// changed, each applied exactly as a `--set` would be (so an unknown key or a wrong
+    /// type is an error naming the key and its place in this text). `BASE` is an embedded
+    /// preset's name or a TOML file (relative to the directory of the file that names
+    /// it); a base may extend another, up to [`MAX_EXTENDS_DEPTH`] levels, and a cycle is
+    /// an error. `chain` holds the origins already on the way down.
+    fn resolve(
+        text: &str,
+        origin: &str,
+        dir: Option<&Path>,
+        chain: &mut Vec<String>,
+    ) -> Result<Self, ConfigError> {
+        let Some(base) = extends_of(text) else {
+            return Self::parse_toml(text, origin);
+        };
+        let at = span_of_key(text, "extends").unwrap_or(0..0);
+        let here = |message: String| ConfigError::in_file(origin, text, at.clone(), message);
+        chain.push(origin.to_owned());
+        if chain.len() > MAX_EXTENDS_DEPTH {
+            return Err(here(format!(
+                "extends: more than {MAX_EXTENDS_DEPTH} levels of `extends` ({})",
+                chain.join(" -> ")
+            )));
+        }
+        let (base_text, base_origin, base_dir) = match presets::find(&base) {
+            Ok(p) => (p.text.to_owned(), p.file.to_owned(), None),
+            Err(preset_err) => {
+                let Some(path) = dir
+                    .map(|d| d.join(&base))
+                    .filter(|_| base.ends_with(".toml"))
+                else {
+                    return Err(here(format!(
+                        "extends: {preset_err} (or name a .toml file next to this one)"
+                    )));
+                };
+                let t = read_config_file(&path).map_err(|e| here(format!("extends: {e}")))?;
+                let d = path.parent().map(Path::to_path_buf);
+                (t, path.display().to_string(), d)
+            }
+        };
+        if chain.contains(&base_origin) {
+            return Err(here(format!(
+                "extends: a cycle ({} -> {base_origin})",
+                chain.join(" -> ")
+            )));
+        }
+        let mut cfg = Self::resolve(&base_text, &base_origin, base_dir.as_deref(), chain)?;
         let table: toml::Table = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             ConfigError::in_file(origin, text, span, e.message().trim().replace('\n', "; "))
@@ -261,10 +298,8 @@ impl SystemConfig {
             }
             let input = format!("{key}={value}");
             cfg.apply_set(&input).map_err(|e| {
-                let at = text
-                    .find(key.rsplit('.').next().unwrap_or(&key))
-                    .unwrap_or(0);
-                ConfigError::in_file(origin, text, at..at + 1, format!("{key}: {e}"))
+                let span = span_of_key(text, &key).unwrap_or(0..0);
+                ConfigError::in_file(origin, text, span, format!("{key}: {e}"))
             })?;
         }
         Ok(cfg)
@@ -366,6 +401,46 @@ fn located_in_file(p: Problem, text: &str, origin: &str) -> ConfigError {
 
 #[cfg(test)]
 mod tests;
+
+/// Largest configuration file read \[bytes\]: a whole configuration is a few KB, so
+/// anything larger (or a device such as `/dev/zero`) is refused before it is read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// How many `extends` a configuration may go through to reach a complete one.
+pub const MAX_EXTENDS_DEPTH: usize = 8;
+
+/// Reads a configuration file: a regular file (not a directory, pipe or device) of at
+/// most [`MAX_CONFIG_BYTES`].
+fn read_config_file(path: &Path) -> Result<String, ConfigError> {
+    let read = |reason: std::io::Error| ConfigError::Read {
+        path: path.display().to_string(),
+        reason,
+    };
+    let meta = std::fs::metadata(path).map_err(read)?;
+    if !meta.is_file() {
+        return Err(read(std::io::Error::other(
+            "not a regular file (a configuration is read from a TOML file, not a directory, pipe or device)",
+        )));
+    }
+    let too_large = || {
+        read(std::io::Error::other(format!(
+            "larger than {MAX_CONFIG_BYTES} bytes, too large for a configuration"
+        )))
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(too_large());
+    }
+    let file = std::fs::File::open(path).map_err(read)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
 
 /// The base preset a config text extends (`extends = "NAME"` at its top level), if any.
 fn extends_of(text: &str) -> Option<String> {

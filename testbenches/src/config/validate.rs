@@ -237,7 +237,7 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
         1024,
         " (IEEE 802.3 requires at least 12; smaller values are a what-if)",
     )?;
-    Ok(())
+    super::feasible::check(cfg)
 }
 
 fn check_bus(prefix: &str, bus: &PciBusConfig) -> Result<(), Problem> {

@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{PingPongError, TraceArgs};
 
@@ -39,6 +39,7 @@ impl PlotKind {
 /// Checks that every file `trace` names can be written, and the plot's format.
 pub(super) fn check_outputs(trace: &TraceArgs) -> Result<Option<PlotKind>, PingPongError> {
     let plot = trace.plot.as_deref().map(PlotKind::of).transpose()?;
+    let mut seen: Vec<(&'static str, PathBuf)> = Vec::new();
     for (option, path) in [
         ("--vcd", &trace.vcd),
         ("--pcap", &trace.pcap),
@@ -46,10 +47,29 @@ pub(super) fn check_outputs(trace: &TraceArgs) -> Result<Option<PlotKind>, PingP
         ("--plot", &trace.plot),
     ] {
         if let Some(p) = path {
+            let same = same_file_key(p);
+            if let Some((first, _)) = seen.iter().find(|(_, k)| *k == same) {
+                return Err(PingPongError::Input {
+                    option,
+                    message: format!(
+                        "{first} and {option} name the same file {}: one would overwrite the other",
+                        p.display()
+                    ),
+                });
+            }
+            seen.push((option, same));
             probe(p).map_err(|e| write_error(option, p, &e))?;
         }
     }
     Ok(plot)
+}
+
+/// A path's identity for comparing two output options: the canonical path of an
+/// existing file, else the absolute path as given.
+fn same_file_key(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Opens `path` for writing without changing it (an existing file is not truncated; a

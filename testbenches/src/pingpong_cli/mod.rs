@@ -192,6 +192,17 @@ impl Provenance {
     }
 }
 
+/// Checks that a ping-pong of `size` bytes fits the configured system (bad input if not).
+fn fits(cfg: &SystemConfig, size: u32, option: &'static str) -> Result<(), PingPongError> {
+    crate::config::feasible::ping_pong_fits(cfg, size).map_err(|p| PingPongError::Input {
+        option,
+        message: format!(
+            "{size} bytes does not fit the configured system: {}: {}",
+            p.key, p.reason
+        ),
+    })
+}
+
 /// A run that failed: not bad input, so the binary exits with 1.
 fn failed(command: &str, what: &str, e: &RunError) -> Outcome {
     tracing::error!(target: "hvia", command, what, error = %e, "simulation failed");
@@ -202,8 +213,20 @@ fn failed(command: &str, what: &str, e: &RunError) -> Outcome {
     }
 }
 
+/// An output file that was checked before the run but could not be written after it
+/// (a full disk, a removed directory): not bad input, so the binary exits with 1.
+fn write_failed(command: &str, e: &PingPongError) -> Outcome {
+    tracing::error!(target: "hvia", command, error = %e, "output not written");
+    Outcome {
+        stdout: String::new(),
+        stderr: format!("hvia {command}: {e}\n"),
+        status: 1,
+    }
+}
+
 /// Writes the trace files `trace` asks for from a traced run of `spec`. Returns the
-/// warnings to print, or the outcome of a failed run.
+/// warnings to print, or the outcome of a failed run; an error is a file that could
+/// not be written.
 fn write_traces(
     cfg: &SystemConfig,
     spec: PingPongSpec,
@@ -258,6 +281,9 @@ pub fn run_pingpong(
     let plot = files::check_outputs(&args.trace)?;
     let op = Op::from(args.op);
     let sizes = &args.sizes.0;
+    for &size in sizes {
+        fits(cfg, size, "--sizes")?;
+    }
     let sweep = match sweep::run(cfg, op, sizes, args.iters, args.warmup) {
         Ok(s) => s,
         Err((size, e)) => return Ok(failed("pingpong", &format!("{size} bytes"), &e)),
@@ -270,13 +296,18 @@ pub fn run_pingpong(
         warmup: args.warmup,
         trace: true,
     };
-    let warnings = match write_traces(cfg, spec, &args.trace, "pingpong")? {
-        Ok(w) => w,
-        Err(outcome) => return Ok(outcome),
+    let warnings = match write_traces(cfg, spec, &args.trace, "pingpong") {
+        Ok(Ok(w)) => w,
+        Ok(Err(outcome)) => return Ok(outcome),
+        Err(e) => return Ok(write_failed("pingpong", &e)),
     };
     if let (Some(path), Some(kind)) = (&args.trace.plot, plot) {
-        plot::sweep(path, kind, &sweep, provenance)
-            .map_err(|e| files::write_error("--plot", path, &e))?;
+        if let Err(e) = plot::sweep(path, kind, &sweep, provenance) {
+            return Ok(write_failed(
+                "pingpong",
+                &files::write_error("--plot", path, &e),
+            ));
+        }
     }
     let stdout = match format {
         Format::Table => out::table(&sweep, provenance),
@@ -305,6 +336,7 @@ pub fn run_breakdown(
 ) -> Result<Outcome, PingPongError> {
     let plot = files::check_outputs(&args.trace)?;
     let op = Op::from(args.op);
+    fits(cfg, args.size, "--size")?;
     let bd = match breakdown::measure(cfg, op, args.size) {
         Ok(b) => b,
         Err(e) => return Ok(failed("breakdown", &format!("{} bytes", args.size), &e)),
@@ -316,13 +348,18 @@ pub fn run_breakdown(
         warmup: BREAKDOWN_WARMUP,
         trace: true,
     };
-    let warnings = match write_traces(cfg, spec, &args.trace, "breakdown")? {
-        Ok(w) => w,
-        Err(outcome) => return Ok(outcome),
+    let warnings = match write_traces(cfg, spec, &args.trace, "breakdown") {
+        Ok(Ok(w)) => w,
+        Ok(Err(outcome)) => return Ok(outcome),
+        Err(e) => return Ok(write_failed("breakdown", &e)),
     };
     if let (Some(path), Some(kind)) = (&args.trace.plot, plot) {
-        plot::breakdown(path, kind, &bd, provenance)
-            .map_err(|e| files::write_error("--plot", path, &e))?;
+        if let Err(e) = plot::breakdown(path, kind, &bd, provenance) {
+            return Ok(write_failed(
+                "breakdown",
+                &files::write_error("--plot", path, &e),
+            ));
+        }
     }
     let stdout = match format {
         Format::Table => bd_out::table(&bd, provenance),

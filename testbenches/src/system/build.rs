@@ -7,12 +7,12 @@
 //! sources.
 
 use super::world::{Comp, Msg, NodeStore, SystemWorld};
-use crate::config::{AttLocation, PciBusKind, SystemConfig};
+use crate::config::{feasible, AttLocation, PciBusKind, SystemConfig};
 use gige_mac::dp83820::{regs, Dp83820Bus, Dp83820Mac, Dp83820Params};
 use gige_mac::gec::{Gec, GecParams};
 use gige_mac::{BufferLayout, BufferRam, GigeParams, Link, MacMsg, PortIndex};
 use host_driver::{HostCpu, HostCpuParams, HostMsg};
-use nic_model::att::{AttManager, AttParams, HostTablePort};
+use nic_model::att::{AttManager, HostTablePort};
 use nic_model::engine::{Engine, EngineParams, EnginePorts};
 use pci_model::{DmaMaster, HostMemory, PciBus};
 use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, Kernel, Time};
@@ -246,9 +246,10 @@ impl System {
                 ..HostCpuParams::default()
             };
             let cpu = HostCpu::new(cpu_params, id.system_bus);
-            let (att_params, table_port) = match cfg.card.att_location {
-                AttLocation::Card => (AttParams::default(), None),
-                AttLocation::Host => (AttParams::host_memory(), Some(id.att_port)),
+            let att_params = feasible::att_params(cfg);
+            let table_port = match cfg.card.att_location {
+                AttLocation::Card => None,
+                AttLocation::Host => Some(id.att_port),
             };
             let att = AttManager::new(att_params.clone(), table_port).map_err(model("card.att"))?;
             let ports = EnginePorts {
@@ -300,9 +301,21 @@ impl System {
             comps.push(Comp::AttPort(n, Box::new(HostTablePort::new(id.dma))));
 
             let seed = cfg.sim.seed ^ ((n as u64 + 1) << 48);
+            let mut mem = HostMemory::new(Bytes(cfg.host_memory_bytes()), seed)
+                .map_err(model("host.memory_mb"))?;
+            if table_port.is_some() {
+                // The kernel agent's block for the ATT: no process page may land there.
+                let t = att_params.table;
+                let (from, to) = (
+                    u64::from(t.l1_base.min(t.l2_base)),
+                    t.l1_end().max(t.l2_end()),
+                );
+                for pa in (from..to).step_by(4096) {
+                    mem.reserve_frame(pa).map_err(model("host.memory_mb"))?;
+                }
+            }
             stores.push(NodeStore {
-                mem: HostMemory::new(Bytes(cfg.host_memory_bytes()), seed)
-                    .map_err(model("host.memory_mb"))?,
+                mem,
                 ram: BufferRam::new(layout.clone()).map_err(model("card buffers"))?,
             });
         }

@@ -4,14 +4,17 @@
 //!
 //! - [`world`]: the message type and the routing of messages to components;
 //! - [`build`]: wiring the components from the config;
+//! - [`run`]: run control (until the programs return; stall detection);
 //! - [`pingpong`]: the ping-pong testbench;
 //! - [`breakdown`]: tiling one message's latency with the trace spans.
 
 pub mod breakdown;
 pub mod build;
 pub mod pingpong;
+pub mod run;
 pub mod world;
 
 pub use build::{node_mac, BuildError, NodeIds, System};
 pub use pingpong::{run_pingpong, Op, PingPongRun, PingPongSpec, RunError};
+pub use run::{RunEnd, Stall, StallReason};
 pub use world::{Comp, Msg, NodeStore, SystemWorld};

@@ -4,13 +4,14 @@
 //! size / one-way latency (MB = 10^6 bytes).
 
 use super::build::{BuildError, System};
+use super::run::{RunEnd, Stall};
 use crate::config::SystemConfig;
 use host_driver::programs::{
     rdma_pingpong_initiator, rdma_pingpong_responder, sendrecv_pingpong_initiator,
     sendrecv_pingpong_responder, PingPongParams,
 };
 use host_driver::ProgramReport;
-use sim_kernel::{Duration, RunLimit, RunStats, Time};
+use sim_kernel::{Duration, RunStats};
 
 /// Which VIA operation carries the messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,16 +62,9 @@ pub enum RunError {
         /// What it said.
         reason: String,
     },
-    /// The run did not finish within the simulated time limit.
-    #[error("the run did not finish within {limit_ms} ms of simulated time (node 0 finished: {a}, node 1: {b})")]
-    Timeout {
-        /// The limit.
-        limit_ms: u64,
-        /// Whether node 0 finished.
-        a: bool,
-        /// Whether node 1 finished.
-        b: bool,
-    },
+    /// The run can never finish (see [`super::run`]).
+    #[error("{0}")]
+    Stalled(Stall),
     /// A message was routed to a component of the wrong kind (a wiring bug).
     #[error("{0} messages were misrouted")]
     Misrouted(u64),
@@ -119,9 +113,9 @@ pub fn run_pingpong(cfg: &SystemConfig, spec: PingPongSpec) -> Result<PingPongRu
     let mut sys = System::build(cfg, spec.trace)?;
     let mut params = PingPongParams::new(spec.size.max(1), spec.iterations, sys.macs[1]);
     params.warmup = spec.warmup;
-    // Every wait may take as long as a whole message at a pessimistic 10 MB/s, plus 10 ms.
-    params.wait_timeout =
-        host_driver::Timeout::After(Duration::from_ns(10_000_000 + 100 * u64::from(spec.size)));
+    // No wait gives up on its own: a slow but valid configuration takes as long as it
+    // takes, and a run that can never finish is caught by the run loop's stall check.
+    params.wait_timeout = host_driver::Timeout::Infinite;
     let to_initiator = PingPongParams {
         peer: sys.macs[0],
         ..params
@@ -146,41 +140,9 @@ pub fn run_pingpong(cfg: &SystemConfig, spec: PingPongSpec) -> Result<PingPongRu
         }
     }
     sys.start();
-    // Simulated-time limit: set-up plus a generous 100 us + 40 ns per byte per round trip.
-    let per_trip = 100_000 + 40 * u64::from(spec.size);
-    let limit = Time(
-        5_000_000_000
-            + per_trip
-                .saturating_mul(u64::from(spec.iterations + spec.warmup))
-                .saturating_mul(1_000)
-                .saturating_mul(2),
-    );
-    let slice = Duration::from_ns(1_000_000);
-    loop {
-        let done =
-            |s: &System| (0..2).all(|n| s.cpu(n).is_some_and(host_driver::HostCpu::is_finished));
-        if done(&sys) {
-            break;
-        }
-        let until = sys.kernel.now() + slice;
-        let outcome = sys.kernel.run(
-            &mut sys.world,
-            RunLimit {
-                until,
-                max_events: u64::MAX,
-            },
-        );
-        if done(&sys) {
-            break;
-        }
-        if outcome == sim_kernel::RunOutcome::Idle || sys.kernel.now() > limit {
-            let fin = |n| sys.cpu(n).is_some_and(host_driver::HostCpu::is_finished);
-            return Err(RunError::Timeout {
-                limit_ms: limit.0 / 1_000_000_000,
-                a: fin(0),
-                b: fin(1),
-            });
-        }
+    match sys.run_programs() {
+        RunEnd::Finished | RunEnd::ProgramFailed => {}
+        RunEnd::Stalled(stall) => return Err(RunError::Stalled(stall)),
     }
     if sys.world.misrouted > 0 {
         return Err(RunError::Misrouted(sys.world.misrouted));

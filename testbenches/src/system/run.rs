@@ -1,0 +1,287 @@
+//! Run control: advancing a built [`System`] until every host program has returned, and
+//! telling a run that is merely long from one that can never end.
+//!
+//! The loop runs the kernel in slices of simulated time; a slice always reaches the next
+//! queued event, however far away it is (registering a large buffer costs milliseconds
+//! of CPU time in one op), so simulated time always advances. There is no time or event
+//! budget: a valid configuration may take as long as its work takes. A run ends early
+//! only when it can prove that nothing will ever happen again:
+//!
+//! - no event is left while a program has not returned (e.g. a CPU stalled on a
+//!   memory-mapped read nobody answers), or
+//! - every queued event belongs to a host CPU in a poll loop without a deadline: only a
+//!   DMA write by another component could end such a loop, and no other component has
+//!   anything left to do;
+//! - every unfinished program waits, with no deadline, for the card (a memory poll, or a
+//!   library loop reading card registers, as a connection wait does), the only queued
+//!   events are for CPUs, system buses and engines (the register reads), every engine is
+//!   idle, and over a whole slice no work was done (no DMA job, frame, doorbell,
+//!   translation or status write): the register reads change nothing, so the same
+//!   state repeats for ever.
+//!
+//! Either way the run stops with a [`Stall`] that names every unfinished CPU and what it
+//! waits for. A program that returns an error stops the run at once (the other node may
+//! be waiting for it forever).
+
+use super::build::System;
+use super::world::Comp;
+use host_driver::{CpuWait, HostCpu};
+use nic_model::engine::Engine;
+use sim_kernel::{Duration, RunLimit, RunOutcome, Time};
+use std::fmt;
+
+/// Simulated time per slice of the run loop: how often the loop checks for completion
+/// and for a stall. It changes nothing the model computes.
+const SLICE: Duration = Duration::from_ns(1_000_000);
+
+/// Why a run can never finish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stall {
+    /// When the stall was detected.
+    pub at: Time,
+    /// What is left: no event, or only poll loops.
+    pub reason: StallReason,
+    /// Each unfinished CPU (by name) and what it waits for.
+    pub waiting: Vec<(String, String)>,
+    /// Counters of lost or refused work that are not zero (by component), the usual
+    /// reason a wait never ends: e.g. frames the MAC refused or dropped.
+    pub losses: Vec<(String, String)>,
+}
+
+/// What a stalled system has left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StallReason {
+    /// The event queue is empty.
+    NoEvent,
+    /// Only host CPUs' poll loops without a deadline are queued.
+    OnlyPolls,
+    /// The programs wait for the card, which is idle, and nothing but register reads
+    /// happened for a whole slice.
+    NoProgress,
+}
+
+impl fmt::Display for Stall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = match self.reason {
+            StallReason::NoEvent => "no event is left",
+            StallReason::OnlyPolls => {
+                "only host CPUs polling memory are left, and no other component has work that could change it"
+            }
+            StallReason::NoProgress => {
+                "every program waits for the card, the card is idle, and nothing but register reads happened for a whole slice"
+            }
+        };
+        write!(f, "the simulation stalled at {}: {why}", self.at)?;
+        for (name, what) in &self.waiting {
+            write!(f, "; {name} {what}")?;
+        }
+        for (name, what) in &self.losses {
+            write!(f, "; {name}: {what}")?;
+        }
+        Ok(())
+    }
+}
+
+/// How a run of the loaded programs ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Every program returned (successfully or not).
+    Finished,
+    /// A program returned an error; the others may still be running.
+    ProgramFailed,
+    /// The run can never finish.
+    Stalled(Stall),
+}
+
+impl System {
+    /// Runs until every node's program has returned, one returned an error, or the run
+    /// stalls (see the module doc). Events after the last program returned, up to the
+    /// end of the slice, are run too (they are part of the reported statistics).
+    pub fn run_programs(&mut self) -> RunEnd {
+        // The work done at the end of the last slice in which the system was quiet.
+        let mut quiet_at: Option<u64> = None;
+        loop {
+            if self.all_finished() {
+                return RunEnd::Finished;
+            }
+            let now = self.kernel.now();
+            let Some(next) = self.kernel.next_event_time() else {
+                return RunEnd::Stalled(self.stall(StallReason::NoEvent));
+            };
+            let until = (now + SLICE).max(next);
+            let outcome = self.kernel.run(
+                &mut self.world,
+                RunLimit {
+                    until,
+                    max_events: u64::MAX,
+                },
+            );
+            if self.all_finished() {
+                return RunEnd::Finished;
+            }
+            if self.any_failed() {
+                return RunEnd::ProgramFailed;
+            }
+            if outcome == RunOutcome::Idle {
+                return RunEnd::Stalled(self.stall(StallReason::NoEvent));
+            }
+            if self.only_polls_left() {
+                return RunEnd::Stalled(self.stall(StallReason::OnlyPolls));
+            }
+            let work = self.work_done();
+            if self.quiet() {
+                if quiet_at == Some(work) {
+                    return RunEnd::Stalled(self.stall(StallReason::NoProgress));
+                }
+                quiet_at = Some(work);
+            } else {
+                quiet_at = None;
+            }
+        }
+    }
+
+    /// A count that grows with every piece of work any card does: DMA jobs, frames,
+    /// doorbells, status writes, translations and registrations. Register reads and
+    /// writes do not count.
+    fn work_done(&self) -> u64 {
+        self.world.comps.iter().fold(0u64, |sum, c| {
+            let n = match c {
+                Comp::Dma(_, d) => d.stats().jobs,
+                Comp::Engine(_, e) => {
+                    let s = e.stats();
+                    s.doorbells
+                        + s.sends_started
+                        + s.status_writes
+                        + s.data_frames_sent
+                        + s.control_frames_sent
+                        + s.rx_frames
+                }
+                Comp::Att(_, a) => {
+                    let s = a.stats();
+                    s.translations + s.registrations + s.deregistrations
+                }
+                Comp::Gec(_, g) => g.stats().tx_frames + g.stats().rx_frames,
+                Comp::MacSide(_, m) => {
+                    let s = m.stats();
+                    s.tx_frames + s.rx_good + s.rx_bad + s.rx_overflows
+                }
+                _ => 0,
+            };
+            sum.wrapping_add(n)
+        })
+    }
+
+    /// The non-zero counters of lost, refused or failed work, per component.
+    fn losses(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (i, c) in self.world.comps.iter().enumerate() {
+            let counts: Vec<(&str, u64)> = match c {
+                Comp::MacSide(_, m) => {
+                    let s = m.stats();
+                    vec![
+                        ("frames refused by the transmitter", s.tx_refused),
+                        ("transmit underruns", s.tx_underruns),
+                        ("frames received with errors", s.rx_bad),
+                        ("RX FIFO overflows", s.rx_overflows),
+                    ]
+                }
+                Comp::Gec(_, g) => {
+                    let s = g.stats();
+                    vec![
+                        ("transmissions failed", s.tx_failed),
+                        ("transmissions refused", s.tx_refused),
+                    ]
+                }
+                Comp::Engine(_, e) => {
+                    let s = e.stats();
+                    vec![
+                        ("send errors", s.send_errors),
+                        ("DMA failures", s.dma_failures),
+                        ("frames failed", s.tx_failures),
+                        ("malformed frames", s.rx_malformed),
+                        ("frames for no VI", s.rx_no_vi),
+                        ("frames for an unconnected VI", s.rx_not_connected),
+                    ]
+                }
+                Comp::Dma(_, d) => vec![("failed DMA jobs", d.stats().failed_jobs)],
+                _ => Vec::new(),
+            };
+            let text: Vec<String> = counts
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(what, n)| format!("{n} {what}"))
+                .collect();
+            if !text.is_empty() {
+                let id = sim_kernel::ComponentId(u32::try_from(i).unwrap_or(u32::MAX));
+                out.push((self.kernel.component_name(id).to_owned(), text.join(", ")));
+            }
+        }
+        out
+    }
+
+    /// Whether every unfinished program waits for the card with no deadline, every
+    /// engine is idle, and only CPUs, system buses and engines have events queued.
+    fn quiet(&self) -> bool {
+        let waiting = self
+            .cpus()
+            .all(|(_, c)| c.is_some_and(|c| c.is_finished() || c.wait().waits_for_card()));
+        let engines_idle =
+            (0..self.nodes.len()).all(|n| self.engine(n).is_some_and(Engine::is_idle));
+        let allowed = |id| {
+            self.nodes
+                .iter()
+                .any(|ids| id == ids.cpu || id == ids.system_bus || id == ids.engine)
+        };
+        waiting && engines_idle && self.kernel.pending_targets().all(allowed)
+    }
+
+    fn cpus(&self) -> impl Iterator<Item = (usize, Option<&HostCpu>)> + '_ {
+        (0..self.nodes.len()).map(|n| (n, self.cpu(n)))
+    }
+
+    fn all_finished(&self) -> bool {
+        self.cpus()
+            .all(|(_, c)| c.is_some_and(HostCpu::is_finished))
+    }
+
+    fn any_failed(&self) -> bool {
+        self.cpus()
+            .any(|(_, c)| c.and_then(HostCpu::outcome).is_some_and(Result::is_err))
+    }
+
+    /// Whether every queued event is for a CPU whose program can only be ended by a
+    /// change some other component makes.
+    fn only_polls_left(&self) -> bool {
+        let polling = |id| {
+            self.nodes.iter().enumerate().any(|(n, ids)| {
+                ids.cpu == id && self.cpu(n).is_some_and(|c| c.wait().needs_outside_change())
+            })
+        };
+        self.kernel.pending_targets().all(polling)
+    }
+
+    fn stall(&self, reason: StallReason) -> Stall {
+        let waiting = self
+            .cpus()
+            .filter_map(|(n, c)| {
+                let c = c?;
+                let w = c.wait();
+                if w == CpuWait::Finished {
+                    return None;
+                }
+                let name = self.kernel.component_name(self.nodes[n].cpu).to_owned();
+                let after = match c.last_call() {
+                    Some((call, at)) => format!(" (last call {call}, returned at {at})"),
+                    None => String::new(),
+                };
+                Some((name, format!("{w}{after}")))
+            })
+            .collect();
+        Stall {
+            at: self.kernel.now(),
+            reason,
+            waiting,
+            losses: self.losses(),
+        }
+    }
+}
