@@ -8,7 +8,8 @@
 //!   physical address, then page bases), write `ATT_VA_LO`, `ATT_VA_HI`, `ATT_LEN`,
 //!   `ATT_ATTR` (enable bits 15:0, tag 31:16), one `ATT_PAGE` per page, `ATT_CMD` =
 //!   Register; read `ATT_RESULT` until it is no longer Busy (`register_poll_delay`
-//!   between reads, at most `register_poll_limit` reads); read `ATT_HANDLE`.
+//!   between reads, for as long as the card takes: see [`crate::CpuWait::RegisterPoll`]); read
+//!   `ATT_HANDLE`.
 //! - **Deregistration**: write `ATT_HANDLE`, `ATT_CMD` = Deregister, wait for the result.
 //! - **VI commands** (create, destroy, connect, disconnect): write `VI_SEL`, the
 //!   command's parameter registers, `VI_CMD`; wait for `VI_RESULT`.
@@ -112,21 +113,27 @@ impl Vipl {
         Ok(ViStateCode::from_raw(self.mmio_read(bar::VI_STATE).await?))
     }
 
-    /// Reads the result register `reg` until it is no longer Busy.
+    /// Reads the result register `reg` until it is no longer Busy, for as long as the
+    /// card takes (a declared register wait: a card that never answers is a stall the
+    /// run loop reports, not a time-out that would fail a slow but valid card).
     ///
     /// # Errors
-    /// `VIP_ERROR_RESOURCE` if a read fails; `VIP_TIMEOUT` after `register_poll_limit`
-    /// Busy reads.
+    /// `VIP_ERROR_RESOURCE` if a read fails.
     pub(crate) async fn agent_wait_result(&self, reg: u64) -> VipResult<CmdResult> {
-        for _ in 0..self.cfg.costs.register_poll_limit.max(1) {
-            let r = CmdResult::from_raw(self.mmio_read(reg).await?);
-            if r != CmdResult::Busy {
-                return Ok(r);
+        self.declare_wait(Some(RegisterWait {
+            what: "a card command to finish (result register no longer Busy)",
+            deadline: None,
+            since: self.now(),
+        }));
+        let r = loop {
+            match self.mmio_read(reg).await.map(CmdResult::from_raw) {
+                Ok(CmdResult::Busy) => {}
+                other => break other,
             }
             self.compute(self.cfg.costs.register_poll_delay).await;
-        }
-        tracing::warn!(target: "host::agent", reg, "card command still busy: giving up");
-        Err(VipError::Timeout)
+        };
+        self.declare_wait(None);
+        r
     }
 
     /// After a connect request or wait on `vi` (already written): reads `VI_RESULT` and

@@ -87,8 +87,6 @@ pub struct CpuCosts {
     pub copy: ByteRate,
     /// Delay between two reads of a busy card command register \[cycles\].
     pub register_poll_delay: Cycles,
-    /// Reads of a busy command register before the kernel agent gives up \[reads\].
-    pub register_poll_limit: u32,
     /// One `malloc` \[cycles\].
     pub malloc: Cycles,
     /// First touch of one fresh anonymous page (fault, allocation, clearing) \[cycles per page\].
@@ -115,7 +113,6 @@ impl Default for CpuCosts {
                 per_bytes: 4,
             },
             register_poll_delay: Cycles(800),
-            register_poll_limit: 10_000,
             malloc: Cycles(200),
             page_fault: Cycles(2_400),
         }

@@ -41,17 +41,21 @@ impl Vipl {
             tracing::warn!(target: "host::agent", id, "no HVIA-GE card at BAR0");
             return Err(VipError::ErrorResource);
         }
-        let mut ready = false;
-        for _ in 0..self.cfg.costs.register_poll_limit.max(1) {
-            if self.mmio_read(bar::CARD_STATUS).await? & CARD_READY != 0 {
-                ready = true;
-                break;
+        self.declare_wait(Some(crate::ops::RegisterWait {
+            what: "the card to be ready (CARD_STATUS)",
+            deadline: None,
+            since: self.now(),
+        }));
+        let ready = loop {
+            match self.mmio_read(bar::CARD_STATUS).await {
+                Ok(s) if s & CARD_READY != 0 => break Ok(()),
+                Ok(_) => {}
+                Err(e) => break Err(e),
             }
             self.compute(self.cfg.costs.register_poll_delay).await;
-        }
-        if !ready {
-            return Err(VipError::ErrorResource);
-        }
+        };
+        self.declare_wait(None);
+        ready?;
         let lo = self.mmio_read(bar::MAC_LO).await?.to_le_bytes();
         let hi = self.mmio_read(bar::MAC_HI).await?.to_le_bytes();
         let mac = MacAddr([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]);
