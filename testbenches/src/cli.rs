@@ -87,6 +87,10 @@ pub enum Command {
     /// itself (--bus system), or the DP83820, master of the local bus, moving them
     /// between the FPGA's buffer RAM and itself (--bus local).
     Dma(DmaArgs),
+    /// Every published figure of the HVIA-GE paper (latency, bandwidth, send/receive
+    /// against RDMA write, VipPostRecv time, DMA ceilings) against the model, one row per
+    /// figure; exit 0 when all hold, 1 when one does not.
+    Validate,
 }
 
 /// Options of `hvia config`.
@@ -174,6 +178,16 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
         Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
         Some(Command::Dma(args)) => Ok(crate::dma::run(args, format, &cfg)?),
+        Some(Command::Validate) => {
+            let calibrated =
+                crate::config::calibrated::of(&cli.global.source(), &cfg).map_err(|e| {
+                    ConfigError::Calibrated {
+                        message: e.to_string(),
+                    }
+                })?;
+            let label = provenance().label();
+            Ok(crate::validate::run(&cfg, &calibrated, &label, format))
+        }
     }
 }
 

@@ -7,7 +7,8 @@
 //! - [`layout`]: `hvia layout`, VI descriptors and ATT entries byte by byte;
 //! - [`pingpong_cli`]: `hvia pingpong` (the main job) and `hvia breakdown`;
 //! - [`system`]: the whole simulated system and its testbenches;
-//! - [`report`]: output as table, JSON or CSV.
+//! - [`report`]: output as table, JSON or CSV;
+//! - [`validate`]: `hvia validate`, the published figures against the model.
 
 #![forbid(unsafe_code)]
 
@@ -18,3 +19,4 @@ pub mod layout;
 pub mod pingpong_cli;
 pub mod report;
 pub mod system;
+pub mod validate;

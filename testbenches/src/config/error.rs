@@ -127,6 +127,14 @@ pub enum ConfigError {
         available: String,
     },
 
+    /// A `calibrated:` comment of the configuration is malformed (no target, no range).
+    #[error("{message}")]
+    #[diagnostic(code(hvia::config::calibrated))]
+    Calibrated {
+        /// Where and what.
+        message: String,
+    },
+
     /// The configuration could not be written as TOML (a value TOML cannot hold).
     #[error("cannot write the configuration as TOML: {message}")]
     #[diagnostic(code(hvia::config::serialize))]

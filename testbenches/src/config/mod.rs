@@ -11,6 +11,7 @@
 //! [`SystemConfig::dma_params`], [`SystemConfig::card_target_profile`] and
 //! [`SystemConfig::local_target`].
 
+pub mod calibrated;
 mod error;
 pub mod feasible;
 mod pci;

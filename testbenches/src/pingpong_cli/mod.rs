@@ -34,7 +34,7 @@ pub use parse::{
     parse_iters, parse_size, parse_sizes, parse_warmup, SizeList, DEFAULT_SIZES, MAX_ITERS,
     MAX_SIZE,
 };
-pub use sweep::{SizeResult, Sweep};
+pub use sweep::{run as sweep_run, SizeResult, Sweep};
 
 /// The VIA operation that carries the messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -1,0 +1,29 @@
+//! Development aid: per-iteration round trips of one ping-pong (`op size iters`).
+use testbenches::config::SystemConfig;
+use testbenches::system::{run_pingpong, Op, PingPongSpec};
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let op = if a.get(1).map(String::as_str) == Some("send-recv") {
+        Op::SendRecv
+    } else {
+        Op::RdmaWrite
+    };
+    let size = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(4);
+    let iterations = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+    for s in a.iter().skip(4) {
+        cfg.apply_set(s).expect("--set");
+    }
+    let spec = PingPongSpec {
+        op,
+        size,
+        iterations,
+        warmup: 0,
+        trace: false,
+    };
+    let r = run_pingpong(&cfg, spec).expect("run");
+    for it in &r.initiator.iterations {
+        println!("{} {}", it.index, (it.end - it.start).as_ns_f64());
+    }
+}
