@@ -26,8 +26,8 @@ use crate::dp83820::Dp83820Params;
 use crate::gec::{Gec, GecParams};
 use crate::msg::MacMsg;
 use pci_model::{
-    contiguous_pages, BusParams, BusStats, DmaDirection, DmaDone, DmaJob, DmaMaster, DmaParams,
-    DmaStatus, PciBus, PciError, PciMsg,
+    burst_account, contiguous_pages, BurstAccount, BusParams, BusStats, DmaDirection, DmaDone,
+    DmaJob, DmaMaster, DmaParams, DmaStatus, PciBus, PciError, PciMsg,
 };
 use sim_kernel::{ClockDomain, ComponentId, Ctx, Duration, Kernel, SplitMix64, Time, World};
 
@@ -89,6 +89,10 @@ pub struct LocalDmaReport {
     pub bursts: u32,
     /// Bus statistics at the end.
     pub stats: BusStats,
+    /// Clock-by-clock account of the middle burst (in steady state).
+    pub accounting: Option<BurstAccount>,
+    /// Kernel events delivered.
+    pub events: u64,
 }
 
 /// Why a local-bus DMA run failed.
@@ -194,9 +198,13 @@ pub fn local_dma(p: &LocalDmaParams) -> Result<LocalDmaReport, LocalDmaError> {
         cache_line_bytes: p.mac.cache_line_bytes,
         write_invalidate: false,
         supports_64bit: p.mac.supports_64bit,
+        recovery: p.mac.recovery,
     };
     dma_params.validate()?;
     let mut bus = PciBus::new(p.bus.clone())?;
+    // Keep the transaction log around the middle burst only, for its accounting.
+    let middle = p.bytes.div_ceil(p.gec.mxdma_bytes.max(1)) / 2;
+    bus.set_tenure_log_window(middle.saturating_sub(4), middle + 4);
     let gec_master = bus.add_master(p.gec.master_config("gec", ids[1]))?;
     let master = bus.add_master(DmaMaster::master_config("dp83820", ids[2], &dma_params))?;
     bus.add_device_target(layout.base, layout.size(), ids[1], p.gec.target.clone())?;
@@ -263,5 +271,7 @@ pub fn local_dma(p: &LocalDmaParams) -> Result<LocalDmaReport, LocalDmaError> {
         throughput_mb_s,
         bursts: done.bursts,
         stats: w.bus.stats().clone(),
+        accounting: burst_account(w.bus.tenure_log(), u64::from(done.bursts / 2)),
+        events: k.stats().events,
     })
 }

@@ -16,6 +16,7 @@ fn reference(p: &LocalDmaParams) -> pci_model::DmaBenchReport {
             cache_line_bytes: p.mac.cache_line_bytes,
             write_invalidate: false,
             supports_64bit: p.mac.supports_64bit,
+            recovery: p.mac.recovery,
         },
         target: BenchTarget::Device {
             profile: p.gec.target.clone(),

@@ -211,6 +211,7 @@ impl DmaMaster {
             component,
             latency_timer: params.latency_timer,
             supports_64bit: params.supports_64bit,
+            recovery: params.recovery,
         }
     }
 

@@ -317,6 +317,9 @@ pub struct DmaParams {
     /// Whether the card's PCI core does 64-bit transfers on a 64-bit bus. Assumption
     /// true (what-if: the published card is 32-bit).
     pub supports_64bit: bool,
+    /// Clocks the master's bus interface needs after each burst ends before it requests
+    /// the bus for the next one (see [`crate::MasterConfig::recovery`]). Default 0.
+    pub recovery: Cycles,
 }
 
 impl Default for DmaParams {
@@ -328,6 +331,7 @@ impl Default for DmaParams {
             cache_line_bytes: 32,
             write_invalidate: false,
             supports_64bit: true,
+            recovery: Cycles(0),
         }
     }
 }

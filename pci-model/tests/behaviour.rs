@@ -466,3 +466,45 @@ fn the_same_seed_gives_the_same_run() {
     assert_eq!(a, b);
     assert_ne!(a.trace_digest, 0);
 }
+
+/// A master with a recovery time keeps REQ# off for that many clocks after each of its
+/// transactions, so consecutive write bursts start exactly `recovery` clocks later than
+/// without it (the next burst is queued and REQ# would otherwise stay asserted).
+#[test]
+fn master_recovery_delays_each_next_burst_by_its_clocks() {
+    let starts = |recovery: u64| -> Vec<u64> {
+        let mut s = Sys::new(
+            BusParams::default(),
+            Some(BridgeParams::default()),
+            1 << 20,
+            false,
+        );
+        let engine = s.probe("engine", false);
+        let (dma, _) = s.dma(DmaParams {
+            burst_bytes: 64,
+            recovery: Cycles(recovery),
+            ..DmaParams::default()
+        });
+        let mut pt = PageTable::new();
+        pt.map_range(0x4000_0000, 256, &mut s.w.mem).unwrap();
+        s.k.post(
+            dma,
+            edge(0),
+            PciMsg::DmaStart(DmaJob {
+                tag: 1,
+                reply_to: engine,
+                direction: DmaDirection::Write { data: vec![3; 256] },
+                pages: pt.pages_of(0x4000_0000, 256).unwrap(),
+            }),
+        );
+        s.run();
+        let log = s.bus().tenure_log();
+        assert_eq!(log.len(), 4, "four 64-byte write bursts");
+        log.windows(2)
+            .map(|w| w[1].address_clock - w[0].last_clock)
+            .collect()
+    };
+    // Without recovery: one idle (turnaround) clock, then the next address phase.
+    assert_eq!(starts(0), vec![2, 2, 2]);
+    assert_eq!(starts(5), vec![7, 7, 7]);
+}

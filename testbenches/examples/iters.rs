@@ -23,6 +23,16 @@ fn main() {
         trace: false,
     };
     let r = run_pingpong(&cfg, spec).expect("run");
+    if let Some(c) = r.system.cpu(1) {
+        let s = c.stats();
+        println!(
+            "mmio reads {} mean wait {:.1} ns; mmio writes {} mean wait {:.1} ns",
+            s.mmio_reads,
+            s.mmio_read_wait.as_ns_f64() / s.mmio_reads.max(1) as f64,
+            s.mmio_writes,
+            s.mmio_write_wait.as_ns_f64() / s.mmio_writes.max(1) as f64
+        );
+    }
     for it in &r.initiator.iterations {
         println!("{} {}", it.index, (it.end - it.start).as_ns_f64());
     }

@@ -49,6 +49,9 @@ pub struct Dp83820Params {
     pub target: TargetProfile,
     /// IEEE 802.3x flow control (PAUSE frames) at the RX FIFO.
     pub flow: FlowControl,
+    /// Local-bus clocks its bus interface needs after each of its transactions before
+    /// it requests the bus again (see `pci_model::MasterConfig::recovery`). Default 0.
+    pub recovery: Cycles,
 }
 
 /// IEEE 802.3x flow control of the MAC side (see [`crate::dp83820::flow`]).
@@ -134,6 +137,7 @@ impl Default for Dp83820Params {
                 supports_64bit: true,
             },
             flow: FlowControl::default(),
+            recovery: Cycles(0),
         }
     }
 }
@@ -151,6 +155,7 @@ impl Dp83820Params {
             component,
             latency_timer: self.latency_timer,
             supports_64bit: self.supports_64bit,
+            recovery: self.recovery,
         }
     }
 }

@@ -122,6 +122,7 @@ impl GecParams {
             component,
             latency_timer: self.latency_timer,
             supports_64bit: false,
+            recovery: sim_kernel::Cycles(0),
         }
     }
 }

@@ -146,6 +146,7 @@ impl Sys {
                     component: card,
                     latency_timer: Cycles(64),
                     supports_64bit: false,
+                    recovery: Cycles(0),
                 })
                 .unwrap();
             w.buses.push(b);

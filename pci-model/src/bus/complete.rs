@@ -175,6 +175,10 @@ impl PciBus {
                 p.hold_until = last + 2;
             }
         }
+        // A master with a recovery time keeps REQ# off after every transaction it ends.
+        if let Some(p) = self.masters.get_mut(m).filter(|p| p.recovery > 0) {
+            p.hold_until = p.hold_until.max(last + 1 + p.recovery);
+        }
         self.record(&t, bytes, last, end, ctx);
         if request_over {
             let status = match end {

@@ -70,6 +70,10 @@ pub struct MasterConfig {
     pub latency_timer: Cycles,
     /// Whether it does 64-bit transfers on a 64-bit bus.
     pub supports_64bit: bool,
+    /// Clocks its bus interface needs after each of its transactions ends before it
+    /// asserts REQ# again for the next (re-arming its address and count registers);
+    /// 0 keeps REQ# asserted for a request queued behind the one in progress.
+    pub recovery: Cycles,
 }
 
 /// A target's index on one bus.
@@ -121,8 +125,11 @@ pub(crate) struct MasterPort {
     pub lt: u64,
     pub is64: bool,
     pub queue: VecDeque<Queued>,
-    /// REQ# stays deasserted in clocks before this one (after a target termination).
+    /// REQ# stays deasserted in clocks before this one (after a target termination, or
+    /// while the master recovers from its last transaction).
     pub hold_until: u64,
+    /// Clocks of recovery after each of its transactions (see [`MasterConfig::recovery`]).
+    pub recovery: u64,
 }
 
 /// A read forwarded to a device target, and its answer once it arrived.
@@ -227,12 +234,16 @@ impl PciBus {
     /// # Errors
     /// More than 65 536 masters.
     pub fn add_master(&mut self, cfg: MasterConfig) -> Result<MasterId, PciError> {
-        self.push_master(
+        let id = self.push_master(
             cfg.name,
             cfg.latency_timer,
             cfg.supports_64bit,
             Some(cfg.component),
-        )
+        )?;
+        if let Some(p) = self.masters.get_mut(usize::from(id.0)) {
+            p.recovery = cfg.recovery.0;
+        }
+        Ok(id)
     }
 
     /// Adds a master port, its statistics and its reply component (`None`: the bridge).
@@ -252,6 +263,7 @@ impl PciBus {
             is64: supports_64bit,
             queue: VecDeque::new(),
             hold_until: 0,
+            recovery: 0,
         });
         self.stats.per_master.push(MasterStats {
             name,

@@ -91,6 +91,7 @@ impl Sys {
                 component: id,
                 latency_timer: Cycles(lt),
                 supports_64bit: true,
+                recovery: Cycles(0),
             })
             .unwrap();
         (id, m)

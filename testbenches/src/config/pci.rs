@@ -107,6 +107,36 @@ impl SystemConfig {
         (target(&t.target()), Cycles(ps.div_ceil(local)))
     }
 
+    /// The GEC of `[card.local_target]` and `pci.local.burst_bytes`: its buffer RAM's PCI
+    /// target timing and read latency (core clocks), and the MXDMA burst it programs
+    /// into the DP83820.
+    #[must_use]
+    pub fn gec_params(&self) -> gige_mac::gec::GecParams {
+        let t = &self.card.local_target;
+        gige_mac::gec::GecParams {
+            mxdma_bytes: u64::from(self.pci.local.burst_bytes),
+            ram_read_latency: Cycles(u64::from(t.read_latency_core_clocks)),
+            target: target(&t.target()),
+            ..gige_mac::gec::GecParams::default()
+        }
+    }
+
+    /// The DP83820 of `[mac]` and `[mac.dma]`.
+    #[must_use]
+    pub fn mac_params(&self) -> gige_mac::dp83820::Dp83820Params {
+        let d = self.dma_params(PciBusKind::Local);
+        gige_mac::dp83820::Dp83820Params {
+            tx_fifo_bytes: u64::from(self.mac.tx_fifo_bytes),
+            rx_fifo_bytes: u64::from(self.mac.rx_fifo_bytes),
+            latency_timer: d.latency_timer,
+            max_outstanding: d.max_outstanding,
+            cache_line_bytes: d.cache_line_bytes,
+            supports_64bit: d.supports_64bit,
+            recovery: d.recovery,
+            ..gige_mac::dp83820::Dp83820Params::default()
+        }
+    }
+
     /// The period of clock domain `domain` \[ps\], if it exists and is valid.
     #[must_use]
     pub fn clock_period_ps(&self, domain: &str) -> Option<u64> {
@@ -171,6 +201,7 @@ fn dma(m: &DmaMasterConfig, burst_bytes: u32) -> DmaParams {
         cache_line_bytes: u64::from(m.cache_line_bytes),
         write_invalidate: m.write_invalidate,
         supports_64bit: m.supports_64bit,
+        recovery: Cycles(u64::from(m.recovery_cycles)),
     }
 }
 

@@ -90,6 +90,9 @@ pub struct DmaMasterConfig {
     pub write_invalidate: bool,
     /// Whether it does 64-bit transfers on a 64-bit bus.
     pub supports_64bit: bool,
+    /// Clocks its bus interface needs after each burst ends before it requests the bus
+    /// for the next burst \[PCI clocks\].
+    pub recovery_cycles: u32,
 }
 
 /// `[card.pci_target]`: the PCI timing of a device target (the card's BAR on the system

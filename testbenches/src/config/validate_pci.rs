@@ -101,6 +101,13 @@ pub(super) fn dma_master(prefix: &str, m: &DmaMasterConfig) -> Result<(), Proble
         m.cache_line_bytes,
         4,
         MAX_CACHE_LINE,
+    )?;
+    in_range(
+        &key("recovery_cycles"),
+        m.recovery_cycles,
+        0,
+        255,
+        " [PCI clocks]",
     )
 }
 

@@ -3,11 +3,12 @@
 //! - `--bus system`: the card's DMA master moves `--bytes` between host memory (a
 //!   process buffer over scattered 4 KB frames, behind the host bridge) and itself;
 //! - `--bus local`: the DP83820, master of the card's local bus, moves them between the
-//!   FPGA's buffer RAM (a device target) and itself.
+//!   GEC's buffer RAM (the real GEC model as the target) and itself.
 //!
-//! The run is `pci_model::dma_throughput` with parameters built from the configuration
-//! by the one mapping in [`crate::config`] (`[pci.*]`, `[card.dma]`, `[mac.dma]`,
-//! `[card.local_target]`), so `--set pci.system.width_bits=64` and friends apply.
+//! The runs are `pci_model::dma_throughput` (system) and `gige_mac::testbench::local_dma`
+//! (local) with parameters built from the configuration by the one mapping in
+//! [`crate::config`] (`[pci.*]`, `[card.dma]`, `[mac.dma]`, `[card.local_target]`), so
+//! `--set pci.system.width_bits=64` and friends apply, exactly as in the whole system.
 //! Throughput is bytes over the time from the master getting the job to its last data
 //! phase (MB = 10^6 bytes). Files: this one (options, the run), `parse` (option values),
 //! `out` (table, JSON, CSV).
@@ -171,6 +172,12 @@ pub fn bench_params(args: &DmaArgs, cfg: &SystemConfig) -> Result<DmaBenchParams
             }
         }
     };
+    if kind == PciBusKind::Local && args.offset != 0 {
+        return Err(DmaError::Input {
+            option: "--offset",
+            message: "the local bus moves whole buffers from the start of the GEC's buffer RAM; --offset applies to --bus system".into(),
+        });
+    }
     Ok(DmaBenchParams {
         bus,
         dma,
@@ -184,6 +191,71 @@ pub fn bench_params(args: &DmaArgs, cfg: &SystemConfig) -> Result<DmaBenchParams
     })
 }
 
+/// Why a DMA measurement did not produce a report.
+#[derive(Debug)]
+pub enum DmaFailure {
+    /// Input the configured system cannot take (exit 2).
+    Input(DmaError),
+    /// The run did not move the bytes exactly (a model bug, exit 1).
+    Failed(String),
+}
+
+/// Runs the DMA measurement `args` asks for on `cfg`: the system bus through
+/// `pci_model::dma_throughput`, the local bus with the real GEC through
+/// `gige_mac::testbench::local_dma`.
+///
+/// # Errors
+/// See [`DmaFailure`].
+pub fn throughput(args: &DmaArgs, cfg: &SystemConfig) -> Result<DmaBenchReport, DmaFailure> {
+    let params = bench_params(args, cfg).map_err(DmaFailure::Input)?;
+    match PciBusKind::from(args.bus) {
+        PciBusKind::System => dma_throughput(&params).map_err(|e| match e {
+            PciError::Scenario(_) | PciError::Mem(_) => DmaFailure::Failed(e.to_string()),
+            e => DmaFailure::Input(DmaError::Model(e)),
+        }),
+        PciBusKind::Local => {
+            use gige_mac::testbench::{local_dma, LocalDirection, LocalDmaError, LocalDmaParams};
+            let mut gec = cfg.gec_params();
+            gec.mxdma_bytes = params.dma.burst_bytes;
+            let p = LocalDmaParams {
+                bus: params.bus.clone(),
+                gec,
+                mac: cfg.mac_params(),
+                core_clock_mhz: cfg.card.core_clock_mhz,
+                direction: match args.direction {
+                    DirectionArg::Read => LocalDirection::Read,
+                    DirectionArg::Write => LocalDirection::Write,
+                },
+                bytes: args.bytes,
+                seed: cfg.sim.seed,
+            };
+            let r = local_dma(&p).map_err(|e| match e {
+                LocalDmaError::Scenario(s) => DmaFailure::Failed(s),
+                LocalDmaError::Pci(e) => DmaFailure::Input(DmaError::Model(e)),
+                e => DmaFailure::Input(DmaError::Input {
+                    option: "--bytes",
+                    message: e.to_string(),
+                }),
+            })?;
+            Ok(DmaBenchReport {
+                direction: params.direction,
+                bytes: r.bytes,
+                burst_bytes: params.dma.burst_bytes,
+                elapsed: r.elapsed,
+                cycles: r.cycles,
+                throughput_mb_s: r.throughput_mb_s,
+                ceiling_mb_s: params.bus.ceiling_mb_s(),
+                bursts: r.bursts,
+                stats: r.stats,
+                bridge: None,
+                accounting: r.accounting,
+                events: r.events,
+                trace_digest: 0,
+            })
+        }
+    }
+}
+
 /// Runs `hvia dma` and returns what to print.
 ///
 /// # Errors
@@ -192,18 +264,18 @@ pub fn bench_params(args: &DmaArgs, cfg: &SystemConfig) -> Result<DmaBenchParams
 pub fn run(args: &DmaArgs, format: Format, cfg: &SystemConfig) -> Result<Outcome, DmaError> {
     let params = bench_params(args, cfg)?;
     let start = Instant::now();
-    let result = dma_throughput(&params);
+    let result = throughput(args, cfg);
     let wall_seconds = start.elapsed().as_secs_f64();
     let report = match result {
         Ok(r) => r,
-        Err(e @ (PciError::Scenario(_) | PciError::Mem(_))) => {
+        Err(DmaFailure::Failed(e)) => {
             return Ok(Outcome {
                 stdout: String::new(),
                 stderr: format!("hvia dma: the simulation failed (a model bug): {e}\n"),
                 status: 1,
             })
         }
-        Err(e) => return Err(DmaError::Model(e)),
+        Err(DmaFailure::Input(e)) => return Err(e),
     };
     let period_ps = params
         .bus
@@ -263,7 +335,13 @@ mod tests {
             (p.direction, p.bytes, p.offset),
             (BenchDirection::Write, 4096, 12)
         );
-        let p = bench_params(&args(BusArg::Local, Some(64)), &cfg).unwrap();
+        let err = bench_params(&args(BusArg::Local, Some(64)), &cfg).unwrap_err();
+        assert!(err.to_string().starts_with("--offset: "), "{err}");
+        let local = DmaArgs {
+            offset: 0,
+            ..args(BusArg::Local, Some(64))
+        };
+        let p = bench_params(&local, &cfg).unwrap();
         assert!(matches!(
             p.target,
             BenchTarget::Device { read_latency, .. } if read_latency == Cycles(2)
@@ -275,7 +353,11 @@ mod tests {
     fn a_burst_under_one_data_phase_is_refused() {
         let mut cfg = SystemConfig::from_preset(DEFAULT_PRESET).unwrap();
         cfg.apply_set("pci.local.width_bits=64").unwrap();
-        let err = bench_params(&args(BusArg::Local, Some(4)), &cfg).unwrap_err();
+        let local = DmaArgs {
+            offset: 0,
+            ..args(BusArg::Local, Some(4))
+        };
+        let err = bench_params(&local, &cfg).unwrap_err();
         assert!(err.to_string().starts_with("--burst: 4 bytes"), "{err}");
         assert!(bench_params(&args(BusArg::System, Some(4)), &cfg).is_ok());
     }

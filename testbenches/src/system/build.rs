@@ -8,8 +8,8 @@
 
 use super::world::{Comp, Msg, NodeStore, SystemWorld};
 use crate::config::{feasible, AttLocation, PciBusKind, SystemConfig};
-use gige_mac::dp83820::{regs, Dp83820Bus, Dp83820Mac, Dp83820Params};
-use gige_mac::gec::{Gec, GecParams};
+use gige_mac::dp83820::{regs, Dp83820Bus, Dp83820Mac};
+use gige_mac::gec::Gec;
 use gige_mac::{BufferLayout, BufferRam, GigeParams, Link, MacMsg, PortIndex};
 use host_driver::{HostCpu, HostCpuParams, HostMsg};
 use nic_model::att::{AttManager, HostTablePort};
@@ -166,20 +166,8 @@ impl System {
         gige.wire.max_frame_len_no_fcs = cfg.wire.mtu_bytes as usize;
         gige.wire.min_ifg_bytes = cfg.wire.min_ifg_bytes;
         let link = Link::new(gige.link);
-        let local_burst = u64::from(cfg.pci.local.burst_bytes);
-        let gec_params = GecParams {
-            mxdma_bytes: local_burst,
-            ..GecParams::default()
-        };
-        let local_dma = cfg.dma_params(PciBusKind::Local);
-        let mac_params = Dp83820Params {
-            tx_fifo_bytes: u64::from(cfg.mac.tx_fifo_bytes),
-            rx_fifo_bytes: u64::from(cfg.mac.rx_fifo_bytes),
-            latency_timer: local_dma.latency_timer,
-            max_outstanding: local_dma.max_outstanding,
-            cache_line_bytes: local_dma.cache_line_bytes,
-            ..Dp83820Params::default()
-        };
+        let gec_params = cfg.gec_params();
+        let mac_params = cfg.mac_params();
         let mut comps = Vec::new();
         let mut stores = Vec::new();
         let mut macs = Vec::new();
@@ -228,9 +216,13 @@ impl System {
             let mac_master = local
                 .add_master(mac_params.master_config("dp83820", id.mac_bus))
                 .map_err(model("mac.dma"))?;
-            let (local_profile, _) = cfg.local_target();
             local
-                .add_device_target(layout.base, layout.size(), id.gec, local_profile)
+                .add_device_target(
+                    layout.base,
+                    layout.size(),
+                    id.gec,
+                    gec_params.target.clone(),
+                )
                 .map_err(model("card.local_target"))?;
             local
                 .add_device_target(

@@ -11,7 +11,7 @@
 use rayon::prelude::*;
 
 use crate::config::SystemConfig;
-use crate::dma::{bench_params, BusArg, DirectionArg, DmaArgs};
+use crate::dma::{throughput, BusArg, DirectionArg, DmaArgs, DmaFailure};
 use crate::pingpong_cli::{SizeResult, Sweep};
 use crate::system::breakdown::{self, Breakdown};
 use crate::system::{run_pingpong, Op, PingPongSpec, RunError};
@@ -120,13 +120,12 @@ pub fn measure(cfg: &SystemConfig) -> Result<Measurements, MeasureError> {
                 offset: 0,
             };
             let what = format!("dma {bus:?} {direction:?}").to_lowercase();
-            let params = bench_params(&args, cfg).map_err(|e| MeasureError::Dma {
-                what: what.clone(),
-                reason: e.to_string(),
-            })?;
-            let r = pci_model::dma_throughput(&params).map_err(|e| MeasureError::Dma {
+            let r = throughput(&args, cfg).map_err(|e| MeasureError::Dma {
                 what,
-                reason: e.to_string(),
+                reason: match e {
+                    DmaFailure::Input(e) => e.to_string(),
+                    DmaFailure::Failed(s) => s,
+                },
             })?;
             best = best.max(r.throughput_mb_s);
         }
