@@ -91,6 +91,21 @@ pub enum Command {
     /// against RDMA write, VipPostRecv time, DMA ceilings) against the model, one row per
     /// figure; exit 0 when all hold, 1 when one does not.
     Validate,
+    /// Fit every parameter marked `calibrated:` in the configuration (inside its
+    /// plausible range) to the published figures; print the fitted values and each
+    /// target's residual, and with --write, a config file with the values in.
+    Calibrate(CalibrateArgs),
+}
+
+/// Options of `hvia calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Write the configuration's text (preset or file) with the fitted values to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// Fit only this parameter (repeatable); the others keep their values.
+    #[arg(long, value_name = "KEY")]
+    pub only: Vec<String>,
 }
 
 /// Options of `hvia config`.
@@ -178,6 +193,36 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
         Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
         Some(Command::Dma(args)) => Ok(crate::dma::run(args, format, &cfg)?),
+        Some(Command::Calibrate(args)) => {
+            let calibrated =
+                crate::config::calibrated::of(&cli.global.source(), &cfg).map_err(|e| {
+                    ConfigError::Calibrated {
+                        message: e.to_string(),
+                    }
+                })?;
+            if let Some(k) = args
+                .only
+                .iter()
+                .find(|k| !calibrated.iter().any(|c| &c.key == *k))
+            {
+                return Err(ConfigError::Calibrated {
+                    message: format!(
+                        "--only {k}: not a calibrated parameter of this configuration (they are: {})",
+                        calibrated.iter().map(|c| c.key.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                }
+                .into());
+            }
+            let text = crate::config::source_text(&cli.global.source())?;
+            Ok(crate::calibrate::run(
+                &cfg,
+                &calibrated,
+                &args.only,
+                &text,
+                args.write.as_deref(),
+                format,
+            ))
+        }
         Some(Command::Validate) => {
             let calibrated =
                 crate::config::calibrated::of(&cli.global.source(), &cfg).map_err(|e| {

@@ -3,6 +3,7 @@
 //!
 //! - [`config`]: the serde schema of a whole simulated system, the embedded presets,
 //!   `--config FILE` and `--set KEY=VALUE`, validation with located errors;
+//! - [`calibrate`]: `hvia calibrate`, the `calibrated:` parameters fitted to the paper;
 //! - [`cli`]: the `hvia` command line (clap) and its subcommands;
 //! - [`layout`]: `hvia layout`, VI descriptors and ATT entries byte by byte;
 //! - [`pingpong_cli`]: `hvia pingpong` (the main job) and `hvia breakdown`;
@@ -12,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod calibrate;
 pub mod cli;
 pub mod config;
 pub mod dma;

@@ -42,21 +42,33 @@ pub struct CalibratedError {
 pub fn parse(text: &str, file: &str) -> Result<Vec<(String, f64, f64, String)>, CalibratedError> {
     let mut table = String::new();
     let mut out = Vec::new();
+    // The comment block directly above the current line (a value's source may be there).
+    let mut above = String::new();
     for (i, line) in text.lines().enumerate() {
         let err = |reason: &str| CalibratedError {
             file: file.to_owned(),
             line: i + 1,
             reason: reason.to_owned(),
         };
-        let (code, comment) = line.split_once('#').unwrap_or((line, ""));
+        let (code, own) = line.split_once('#').unwrap_or((line, ""));
         let code = code.trim();
+        if code.is_empty() && line.trim_start().starts_with('#') {
+            above.push_str(own);
+            above.push(' ');
+            continue;
+        }
+        let block = std::mem::take(&mut above);
         if let Some(t) = code.strip_prefix('[').and_then(|c| c.strip_suffix(']')) {
             t.trim().clone_into(&mut table);
             continue;
         }
-        if !comment.contains("calibrated:") {
+        let comment = if own.contains("calibrated:") {
+            own.to_owned()
+        } else if code.contains('=') && block.contains("calibrated:") {
+            block
+        } else {
             continue;
-        }
+        };
         let Some((key, _)) = code.split_once('=') else {
             continue;
         };
@@ -65,6 +77,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<(String, f64, f64, String)>, 
         } else {
             format!("{table}.{}", key.trim())
         };
+        let comment = comment.as_str();
         let target = comment
             .split_once("fitted to")
             .map(|(_, t)| t.split(';').next().unwrap_or("").trim().to_owned())
@@ -147,6 +160,13 @@ pub fn of(source: &ConfigSource, cfg: &SystemConfig) -> Result<Vec<Calibrated>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_comment_block_above_the_value_counts() {
+        let text = "[a]\n# calibrated: fitted to the peak;\n# range [0, 24]: why\nx = 10\ny = 1 # paper: p\n";
+        let got = parse(text, "t").unwrap();
+        assert_eq!(got, vec![("a.x".into(), 0.0, 24.0, "the peak".into())]);
+    }
 
     #[test]
     fn lines_give_key_range_and_target() {

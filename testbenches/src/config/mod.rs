@@ -403,6 +403,18 @@ fn located_in_file(p: Problem, text: &str, origin: &str) -> ConfigError {
 #[cfg(test)]
 mod tests;
 
+/// The text a configuration source starts from: the embedded preset's TOML, or the
+/// file's.
+///
+/// # Errors
+/// An unknown preset, or a file that cannot be read (see [`read_config_file`]).
+pub fn source_text(source: &ConfigSource) -> Result<String, ConfigError> {
+    match source {
+        ConfigSource::Preset(name) => Ok(presets::find(name)?.text.to_owned()),
+        ConfigSource::File(path) => read_config_file(path),
+    }
+}
+
 /// Largest configuration file read \[bytes\]: a whole configuration is a few KB, so
 /// anything larger (or a device such as `/dev/zero`) is refused before it is read.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
