@@ -19,6 +19,7 @@
 //! when the descriptor was fetched; a descriptor flushed without being fetched has its
 //! status word translated first. Span `status write`.
 
+use super::ids::{JobId, RxId, SendId};
 use super::pending::{pages_for, span, span_to, AttFor, DmaFor};
 use super::tx::{SendPhase, STATUS_OFFSET};
 use super::vi::ViState;
@@ -33,9 +34,9 @@ use via_abi::{CompletedOp, MemHandle, Op, Status};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum JobKind {
     /// Send context `ctx`.
-    Send { ctx: u64 },
+    Send { send: SendId },
     /// Received message `id`.
-    Recv { id: u64 },
+    Recv { rx: RxId },
     /// A flushed receive descriptor.
     Flush,
 }
@@ -67,7 +68,7 @@ impl Engine {
     /// acknowledgement); if so it becomes ready to complete.
     pub(crate) fn send_progress<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: SendId,
         ctx: &mut Ctx<'_, M>,
         ram: &mut BufferRam,
     ) {
@@ -92,7 +93,7 @@ impl Engine {
     /// Send context `id` may complete once the earlier ones of its VI have.
     pub(crate) fn send_ready<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: SendId,
         ctx: &mut Ctx<'_, M>,
         ram: &mut BufferRam,
     ) {
@@ -114,7 +115,7 @@ impl Engine {
     /// Send context `id` cannot be completed: its descriptor is unreachable.
     pub(crate) fn send_unreachable<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: SendId,
         ctx: &mut Ctx<'_, M>,
         ram: &mut BufferRam,
     ) {
@@ -153,7 +154,7 @@ impl Engine {
             let job = StatusJob {
                 msg: s.msg,
                 vi,
-                kind: JobKind::Send { ctx: id },
+                kind: JobKind::Send { send: id },
                 mark: s.mark,
                 va: s.desc_va.wrapping_add(STATUS_OFFSET),
                 handle: s.desc_handle,
@@ -178,8 +179,8 @@ impl Engine {
             self.status_done(job, false, ctx);
             return;
         };
-        self.next_id += 1;
-        let jid = self.next_id;
+        self.next_job = self.next_job.next();
+        let jid = self.next_job;
         let bytes = job.bytes.clone();
         self.status_jobs.insert(jid, job);
         self.dma_write(ctx, DmaFor::Status { job: jid }, pages, bytes);
@@ -188,8 +189,8 @@ impl Engine {
     /// Completes a receive descriptor that was never fetched (flush): translate its
     /// status word, then write it.
     pub(crate) fn flush_unfetched<M: EngineMsg>(&mut self, job: StatusJob, ctx: &mut Ctx<'_, M>) {
-        self.next_id += 1;
-        let jid = self.next_id;
+        self.next_job = self.next_job.next();
+        let jid = self.next_job;
         let (msg, handle, va, len) = (job.msg, job.handle, job.va, job.bytes.len() as u64);
         let ptag = self.vi_ptag(job.vi);
         self.status_jobs.insert(jid, job);
@@ -208,7 +209,7 @@ impl Engine {
     /// The status word of a flushed descriptor was translated.
     pub(crate) fn status_translated<M: EngineMsg>(
         &mut self,
-        jid: u64,
+        jid: JobId,
         result: Result<Vec<Piece>, TranslateError>,
         ctx: &mut Ctx<'_, M>,
     ) {
@@ -227,7 +228,7 @@ impl Engine {
     /// A status DMA write ended.
     pub(crate) fn status_written<M: EngineMsg>(
         &mut self,
-        jid: u64,
+        jid: JobId,
         done: &DmaDone,
         ctx: &mut Ctx<'_, M>,
     ) {
@@ -253,7 +254,7 @@ impl Engine {
             self.stats.status_writes += 1;
         }
         match job.kind {
-            JobKind::Send { ctx: id } => {
+            JobKind::Send { send: id } => {
                 let Some(s) = self.sends.remove(&id) else {
                     return;
                 };
@@ -261,7 +262,7 @@ impl Engine {
                 if err.is_error() {
                     self.stats.send_errors += 1;
                 }
-                tracing::debug!(target: "nic::tx", id = s.id, status = ?s.status, "send complete");
+                tracing::debug!(target: "nic::tx", id = %s.id, status = ?s.status, "send complete");
                 if let Some(v) = self.vi_mut(job.vi) {
                     v.counters.sends_completed += 1;
                     if err.is_error() {
@@ -270,7 +271,7 @@ impl Engine {
                     }
                 }
             }
-            JobKind::Recv { id } => {
+            JobKind::Recv { rx: id } => {
                 self.rx_msgs.remove(&id);
                 if let Some(v) = self.vi_mut(job.vi) {
                     v.counters.recvs_completed += 1;
@@ -343,7 +344,7 @@ impl Engine {
     ) {
         self.flush_recvs(n, ctx);
         self.abandon_rx(n, Status::FLUSHED, ctx);
-        let ids: Vec<u64> = self
+        let ids: Vec<SendId> = self
             .vi_ref(n)
             .map(|v| v.send_order.iter().copied().collect())
             .unwrap_or_default();
@@ -360,7 +361,7 @@ impl Engine {
             s.flush = true;
             s.aborted = s.aborted || s.desc.is_some();
         }
-        let ids: Vec<u64> = self
+        let ids: Vec<SendId> = self
             .vi_ref(n)
             .map(|v| v.send_order.iter().copied().collect())
             .unwrap_or_default();

@@ -59,6 +59,7 @@ mod connect;
 mod doorbell;
 mod fifo;
 pub mod frame;
+pub mod ids;
 mod params;
 mod pending;
 mod recvdesc;
@@ -83,8 +84,9 @@ pub use tx::SendPhase;
 pub use vi::ViState;
 
 use crate::att::{DeregisterError, RegisterError};
-use crate::msg::NicMsg;
+use crate::msg::{NicMsg, ReqId};
 use gige_mac::{BufferError, BufferLayout, BufferRam, MacMsg};
+use ids::{DmaTag, JobId, MoverGen, RxId, SendId};
 use pci_model::{DmaStatus, PciMsg};
 use pending::{AttFor, DmaFor};
 use sim_kernel::Ctx;
@@ -105,24 +107,24 @@ pub enum EngineWake {
     /// Send context `ctx`'s descriptor decode time is over.
     DescriptorDecoded {
         /// The send context.
-        ctx: u64,
+        send: SendId,
     },
     /// The receive descriptor of received message `id` is decoded.
     RecvDescriptorDecoded {
         /// The received message.
-        id: u64,
+        rx: RxId,
     },
     /// The header of the frame in the receive front end has been read and checked.
     HeaderChecked,
     /// The TX word mover's scheduled edge (stale generations are ignored).
     TxMover {
         /// Generation of the wake-up.
-        gen: u64,
+        gen: MoverGen,
     },
     /// The RX word mover's scheduled edge.
     RxMover {
         /// Generation of the wake-up.
-        gen: u64,
+        gen: MoverGen,
     },
 }
 
@@ -151,19 +153,21 @@ pub struct Engine {
     stats: EngineStats,
     next_msg: u64,
     next_req: u64,
-    next_dma: u64,
-    next_id: u64,
-    att_wait: BTreeMap<u64, AttFor>,
-    dma_wait: BTreeMap<u64, DmaFor>,
+    next_dma: DmaTag,
+    next_send: SendId,
+    next_rx: RxId,
+    next_job: JobId,
+    att_wait: BTreeMap<ReqId, AttFor>,
+    dma_wait: BTreeMap<DmaTag, DmaFor>,
     regs: regs::Regs,
     doorbells: doorbell::DoorbellUnit,
     vis: Vec<Option<vi::Vi>>,
     pending_connects: VecDeque<connect::PendingConnect>,
-    sends: BTreeMap<u64, tx::SendCtx>,
+    sends: BTreeMap<SendId, tx::SendCtx>,
     tx: txdata::TxPath,
-    status_jobs: BTreeMap<u64, complete::StatusJob>,
+    status_jobs: BTreeMap<JobId, complete::StatusJob>,
     rx: rx::RxPath,
-    rx_msgs: BTreeMap<u64, rxdata::RxMessage>,
+    rx_msgs: BTreeMap<RxId, rxdata::RxMessage>,
 }
 
 impl Engine {
@@ -189,8 +193,10 @@ impl Engine {
             stats: EngineStats::default(),
             next_msg: 0,
             next_req: 0,
-            next_dma: 0,
-            next_id: 0,
+            next_dma: DmaTag::default(),
+            next_send: SendId::default(),
+            next_rx: RxId::default(),
+            next_job: JobId::default(),
             att_wait: BTreeMap::new(),
             dma_wait: BTreeMap::new(),
             regs: regs::Regs::default(),
@@ -249,13 +255,13 @@ impl Engine {
             PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, ctx, ram),
             PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, ctx),
             PciMsg::DmaDone(done) => {
-                let Some(purpose) = self.dma_wait.remove(&done.tag) else {
+                let Some(purpose) = self.dma_wait.remove(&DmaTag(done.tag)) else {
                     tracing::warn!(target: "nic::tx", tag = done.tag, "completion of an unknown DMA job");
                     return;
                 };
                 match purpose {
-                    DmaFor::SendDesc { ctx: id, rest } => {
-                        self.send_desc_read(id, rest, done, ctx, ram)
+                    DmaFor::SendDesc { send, rest } => {
+                        self.send_desc_read(send, rest, done, ctx, ram)
                     }
                     DmaFor::Payload { slot, offset, len } => {
                         // Moved, not copied: the chunk's bytes go on to the TX mover.
@@ -263,8 +269,8 @@ impl Engine {
                         let data = ok.then_some(done.data);
                         self.payload_read(slot, offset, len, data, ctx);
                     }
-                    DmaFor::RecvDesc { id, rest } => self.recv_desc_read(id, rest, &done, ctx, ram),
-                    DmaFor::RxChunk { id, len } => self.rx_chunk_written(id, len, &done, ctx, ram),
+                    DmaFor::RecvDesc { rx, rest } => self.recv_desc_read(rx, rest, &done, ctx, ram),
+                    DmaFor::RxChunk { rx, len } => self.rx_chunk_written(rx, len, &done, ctx, ram),
                     DmaFor::Status { job } => self.status_written(job, &done, ctx),
                 }
             }
@@ -279,22 +285,22 @@ impl Engine {
     pub fn on_nic<M: EngineMsg>(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
         match msg {
             NicMsg::AttTranslated { req, result } => {
-                let Some(purpose) = self.att_wait.remove(&req.0) else {
+                let Some(purpose) = self.att_wait.remove(&req) else {
                     tracing::warn!(target: "nic::tx", ?req, "answer to an unknown translation");
                     return;
                 };
                 match purpose {
-                    AttFor::SendDesc { ctx: id, rest } => {
-                        self.send_desc_translated(id, rest, result, ctx, ram)
+                    AttFor::SendDesc { send, rest } => {
+                        self.send_desc_translated(send, rest, result, ctx, ram)
                     }
-                    AttFor::SendBuf { ctx: id, seg } => {
-                        self.send_buf_translated(id, seg, result, ctx, ram)
+                    AttFor::SendBuf { send, seg } => {
+                        self.send_buf_translated(send, seg, result, ctx, ram)
                     }
-                    AttFor::RecvDesc { id, rest } => {
-                        self.recv_desc_translated(id, rest, result, ctx, ram)
+                    AttFor::RecvDesc { rx, rest } => {
+                        self.recv_desc_translated(rx, rest, result, ctx, ram)
                     }
-                    AttFor::RecvBuf { id, seg } => {
-                        self.recv_buf_translated(id, seg, result, ctx, ram)
+                    AttFor::RecvBuf { rx, seg } => {
+                        self.recv_buf_translated(rx, seg, result, ctx, ram)
                     }
                     AttFor::Remote => self.remote_translated(result, ctx, ram),
                     AttFor::StatusOnly { job } => self.status_translated(job, result, ctx),
@@ -308,8 +314,8 @@ impl Engine {
             }
             NicMsg::Engine(wake) => match wake {
                 EngineWake::DoorbellDecoded => self.doorbell_decoded(ctx, ram),
-                EngineWake::DescriptorDecoded { ctx: id } => self.send_decoded(id, ctx, ram),
-                EngineWake::RecvDescriptorDecoded { id } => self.recv_decoded(id, ctx, ram),
+                EngineWake::DescriptorDecoded { send } => self.send_decoded(send, ctx, ram),
+                EngineWake::RecvDescriptorDecoded { rx } => self.recv_decoded(rx, ctx, ram),
                 EngineWake::HeaderChecked => self.header_checked(ctx, ram),
                 EngineWake::TxMover { gen } => self.tx_mover_woken(gen, ctx, ram),
                 EngineWake::RxMover { gen } => self.rx_mover_woken(gen, ctx, ram),

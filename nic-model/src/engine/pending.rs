@@ -2,6 +2,7 @@
 //! answer is for ([`AttFor`], [`DmaFor`]), the helpers that issue them, and the span and
 //! page-list helpers every path uses.
 
+use super::ids::{JobId, RxId, SendId};
 use super::{Engine, EngineMsg};
 use crate::att::{AccessKind, Piece};
 use crate::msg::{NicMsg, ReqId};
@@ -13,33 +14,33 @@ use via_abi::{MemHandle, ProtectionTag};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AttFor {
     /// A send descriptor: its first 64 bytes (`rest == false`) or the rest.
-    SendDesc { ctx: u64, rest: bool },
+    SendDesc { send: SendId, rest: bool },
     /// Data segment `seg` of a send descriptor.
-    SendBuf { ctx: u64, seg: usize },
+    SendBuf { send: SendId, seg: usize },
     /// A receive descriptor of message `id`: first 64 bytes or the rest.
-    RecvDesc { id: u64, rest: bool },
+    RecvDesc { rx: RxId, rest: bool },
     /// Data segment `seg` of the receive descriptor of message `id`.
-    RecvBuf { id: u64, seg: usize },
+    RecvBuf { rx: RxId, seg: usize },
     /// The remote range of the RDMA-write frame being received.
     Remote,
     /// The status word of a descriptor that is completed without being fetched.
-    StatusOnly { job: u64 },
+    StatusOnly { job: JobId },
 }
 
 /// What an outstanding DMA job is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DmaFor {
     /// Reading a send descriptor (first 64 bytes or the rest).
-    SendDesc { ctx: u64, rest: bool },
+    SendDesc { send: SendId, rest: bool },
     /// A payload chunk of `len` bytes for TX slot `slot`, to land `offset` bytes into
     /// the slot.
     Payload { slot: usize, offset: u64, len: u64 },
     /// Reading a receive descriptor of message `id`.
-    RecvDesc { id: u64, rest: bool },
+    RecvDesc { rx: RxId, rest: bool },
     /// Writing a chunk of received payload of message `id`.
-    RxChunk { id: u64, len: u64 },
+    RxChunk { rx: RxId, len: u64 },
     /// Writing a descriptor's status.
-    Status { job: u64 },
+    Status { job: JobId },
 }
 
 impl Engine {
@@ -58,7 +59,7 @@ impl Engine {
     ) {
         self.next_req += 1;
         let req = ReqId(self.next_req);
-        self.att_wait.insert(req.0, purpose);
+        self.att_wait.insert(req, purpose);
         let me = ctx.me();
         ctx.send(
             self.ports.att,
@@ -105,14 +106,14 @@ impl Engine {
         pages: Vec<u64>,
         direction: DmaDirection,
     ) {
-        self.next_dma += 1;
+        self.next_dma = self.next_dma.next();
         let tag = self.next_dma;
         self.dma_wait.insert(tag, purpose);
         let me = ctx.me();
         ctx.send(
             self.ports.dma,
             PciMsg::DmaStart(DmaJob {
-                tag,
+                tag: tag.0,
                 reply_to: me,
                 direction,
                 pages,

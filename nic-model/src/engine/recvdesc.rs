@@ -9,6 +9,7 @@
 //! unreachable descriptor (no local status), format error `FORMAT_ERROR`, buffers too
 //! small `LENGTH_ERROR`, a buffer that does not translate `PROTECTION_ERROR`.
 
+use super::ids::RxId;
 use super::pending::{pages_for, span, AttFor, DmaFor};
 use super::tx::DESC_HEAD;
 use super::{Engine, EngineMsg, EngineWake};
@@ -24,7 +25,7 @@ use via_abi::{DescriptorRepr, Status, WorkQueue};
 impl Engine {
     /// Whether message `id` is gone or failed meanwhile (e.g. the host disconnected its
     /// VI): then the frame waiting for it in the front end is dropped.
-    pub(crate) fn rx_abandoned<M: EngineMsg>(&mut self, id: u64, ctx: &mut Ctx<'_, M>) -> bool {
+    pub(crate) fn rx_abandoned<M: EngineMsg>(&mut self, id: RxId, ctx: &mut Ctx<'_, M>) -> bool {
         if self.rx_msgs.get(&id).is_some_and(|m| !m.failed) {
             return false;
         }
@@ -69,7 +70,7 @@ impl Engine {
     /// The ATT answered for the receive descriptor of message `id`.
     pub(crate) fn recv_desc_translated<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: RxId,
         rest: bool,
         result: Result<Vec<Piece>, TranslateError>,
         ctx: &mut Ctx<'_, M>,
@@ -100,7 +101,7 @@ impl Engine {
             DESC_HEAD
         };
         match pages_for(&pieces, 0, len) {
-            Some(pages) => self.dma_read(ctx, DmaFor::RecvDesc { id, rest }, pages, len),
+            Some(pages) => self.dma_read(ctx, DmaFor::RecvDesc { rx: id, rest }, pages, len),
             None => self.recv_desc_failed(None, ctx, ram),
         }
     }
@@ -108,7 +109,7 @@ impl Engine {
     /// A DMA read of the receive descriptor of message `id` ended.
     pub(crate) fn recv_desc_read<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: RxId,
         rest: bool,
         done: &DmaDone,
         ctx: &mut Ctx<'_, M>,
@@ -143,7 +144,7 @@ impl Engine {
             let (handle, va) = (d.handle, d.va.saturating_add(DESC_HEAD));
             self.translate(
                 ctx,
-                AttFor::RecvDesc { id, rest: true },
+                AttFor::RecvDesc { rx: id, rest: true },
                 msg,
                 handle,
                 va,
@@ -157,14 +158,14 @@ impl Engine {
             self.params
                 .descriptor_decode_cycles
                 .max(sim_kernel::Cycles(1)),
-            NicMsg::Engine(EngineWake::RecvDescriptorDecoded { id }).into(),
+            NicMsg::Engine(EngineWake::RecvDescriptorDecoded { rx: id }).into(),
         );
     }
 
     /// The decode time of the receive descriptor of message `id` is over.
     pub(crate) fn recv_decoded<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: RxId,
         ctx: &mut Ctx<'_, M>,
         ram: &mut BufferRam,
     ) {
@@ -211,7 +212,7 @@ impl Engine {
         for (i, va, handle, l) in segs {
             self.translate(
                 ctx,
-                AttFor::RecvBuf { id, seg: i },
+                AttFor::RecvBuf { rx: id, seg: i },
                 msg,
                 handle,
                 va,
@@ -225,7 +226,7 @@ impl Engine {
     /// The ATT answered for data segment `seg` of the receive descriptor of message `id`.
     pub(crate) fn recv_buf_translated<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: RxId,
         seg: usize,
         result: Result<Vec<Piece>, TranslateError>,
         ctx: &mut Ctx<'_, M>,
@@ -253,7 +254,7 @@ impl Engine {
 
     fn recv_buffers_ready<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: RxId,
         ctx: &mut Ctx<'_, M>,
         ram: &mut BufferRam,
     ) {

@@ -17,6 +17,7 @@
 
 use super::fifo::{FifoSpace, Mover, MoverState};
 use super::frame::{self, RxDrop, HEADERS_LEN};
+use super::ids::RxId;
 use super::pending::span;
 use super::rxdrain::{Chunk, RxRun};
 use super::{Engine, EngineMsg, EngineWake};
@@ -71,7 +72,7 @@ pub(crate) struct RxWork {
     pub hdr: Option<WireHeaderRepr>,
     pub src: MacAddr,
     /// The message the payload belongs to.
-    pub target: Option<u64>,
+    pub target: Option<RxId>,
     /// Payload chunks still to move, and runs queued or moving.
     pub plan: VecDeque<Chunk>,
     pub moving: u32,

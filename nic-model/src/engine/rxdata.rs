@@ -121,8 +121,8 @@ impl Engine {
                 }
                 self.abandon_rx(n, Status::TRANSPORT_ERROR, ctx);
             }
-            self.next_id += 1;
-            let id = self.next_id;
+            self.next_rx = self.next_rx.next();
+            let id = self.next_rx;
             self.rx_msgs.insert(
                 id,
                 RxMessage {
@@ -243,7 +243,10 @@ impl Engine {
             let ptag = self.vi_ptag(n);
             self.translate(
                 ctx,
-                AttFor::RecvDesc { id, rest: false },
+                AttFor::RecvDesc {
+                    rx: id,
+                    rest: false,
+                },
                 msg,
                 p.handle,
                 p.va,

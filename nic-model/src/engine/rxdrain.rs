@@ -13,6 +13,7 @@
 use super::complete::{JobKind, StatusJob};
 use super::fifo::{cycles_until, Run, RX_MOVER_PRIORITY};
 use super::frame::HEADERS_LEN;
+use super::ids::{MoverGen, RxId};
 use super::pending::{span, DmaFor};
 use super::rx::RxState;
 use super::{Engine, EngineMsg, EngineWake};
@@ -42,7 +43,7 @@ pub(crate) struct RxRun {
     pub len: u64,
     pub data: Vec<u8>,
     pub pages: Vec<u64>,
-    pub msg: u64,
+    pub msg: RxId,
 }
 
 impl Engine {
@@ -115,7 +116,7 @@ impl Engine {
     /// The RX mover's wake-up: read the words due, hand finished chunks to the DMA.
     pub(crate) fn rx_mover_woken<M: EngineMsg>(
         &mut self,
-        gen: u64,
+        gen: MoverGen,
         ctx: &mut Ctx<'_, M>,
         ram: &mut BufferRam,
     ) {
@@ -149,7 +150,7 @@ impl Engine {
                 self.dma_write(
                     ctx,
                     DmaFor::RxChunk {
-                        id: r.msg,
+                        rx: r.msg,
                         len: r.len,
                     },
                     r.pages,
@@ -194,7 +195,7 @@ impl Engine {
     /// A chunk's DMA write ended.
     pub(crate) fn rx_chunk_written<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: RxId,
         len: u64,
         done: &DmaDone,
         ctx: &mut Ctx<'_, M>,
@@ -220,7 +221,7 @@ impl Engine {
     }
 
     /// Completes message `id` once it is drained and its writes are done.
-    pub(crate) fn rx_check_complete<M: EngineMsg>(&mut self, id: u64, ctx: &mut Ctx<'_, M>) {
+    pub(crate) fn rx_check_complete<M: EngineMsg>(&mut self, id: RxId, ctx: &mut Ctx<'_, M>) {
         let Some(m) = self.rx_msgs.get_mut(&id) else {
             return;
         };
@@ -274,7 +275,7 @@ impl Engine {
         let job = StatusJob {
             msg,
             vi: n,
-            kind: JobKind::Recv { id },
+            kind: JobKind::Recv { rx: id },
             mark,
             va: d.va.wrapping_add(offset),
             handle: d.handle,

@@ -9,6 +9,7 @@
 
 use super::complete::{JobKind, StatusJob};
 use super::frame::control;
+use super::ids::RxId;
 use super::tx::STATUS_OFFSET;
 use super::txdata::ControlFrame;
 use super::vi::ViState;
@@ -57,7 +58,7 @@ impl Engine {
     /// Message `id` failed: its receive descriptor (if fetched) completes with `local`.
     pub(crate) fn fail_message<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: RxId,
         local: Status,
         ctx: &mut Ctx<'_, M>,
     ) {

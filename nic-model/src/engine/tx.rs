@@ -26,6 +26,7 @@
 //! (no status can be written): it is counted in `descriptors_unreachable`.
 
 use super::doorbell::Entry;
+use super::ids::SendId;
 use super::pending::{pages_for, span, AttFor, DmaFor};
 use super::vi::ViState;
 use super::{Engine, EngineMsg, EngineWake};
@@ -76,7 +77,7 @@ impl StateName for SendPhase {
 /// One send descriptor in flight.
 #[derive(Clone, Debug)]
 pub(crate) struct SendCtx {
-    pub id: u64,
+    pub id: SendId,
     pub msg: MsgId,
     pub vi: u16,
     pub desc_va: u64,
@@ -141,8 +142,8 @@ impl Engine {
         ctx: &mut Ctx<'_, M>,
         _ram: &mut BufferRam,
     ) {
-        self.next_id += 1;
-        let id = self.next_id;
+        self.next_send = self.next_send.next();
+        let id = self.next_send;
         let Some(vi) = self.vi_mut(e.vi) else {
             return;
         };
@@ -191,11 +192,11 @@ impl Engine {
                 frag_mark: mark,
             },
         );
-        tracing::debug!(target: "nic::tx", id, vi = e.vi, va = e.rec.desc_va, "send descriptor");
+        tracing::debug!(target: "nic::tx", id = %id, vi = e.vi, va = e.rec.desc_va, "send descriptor");
         self.translate(
             ctx,
             AttFor::SendDesc {
-                ctx: id,
+                send: id,
                 rest: false,
             },
             e.msg,
@@ -210,7 +211,7 @@ impl Engine {
     /// The ATT answered for a send descriptor (`rest`: its bytes after the first 64).
     pub(crate) fn send_desc_translated<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: SendId,
         rest: bool,
         result: Result<Vec<Piece>, TranslateError>,
         ctx: &mut Ctx<'_, M>,
@@ -228,7 +229,7 @@ impl Engine {
                 return;
             }
             Err(e) => {
-                tracing::warn!(target: "nic::tx", id, %e, "descriptor address does not translate");
+                tracing::warn!(target: "nic::tx", id = %id, %e, "descriptor address does not translate");
                 self.send_unreachable(id, ctx, ram);
                 return;
             }
@@ -242,7 +243,7 @@ impl Engine {
         };
         s.phase.set(SendPhase::DescRead, ctx);
         match pages_for(&pieces, 0, len) {
-            Some(pages) => self.dma_read(ctx, DmaFor::SendDesc { ctx: id, rest }, pages, len),
+            Some(pages) => self.dma_read(ctx, DmaFor::SendDesc { send: id, rest }, pages, len),
             None => self.send_unreachable(id, ctx, ram),
         }
     }
@@ -250,7 +251,7 @@ impl Engine {
     /// A DMA read of a send descriptor ended.
     pub(crate) fn send_desc_read<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: SendId,
         rest: bool,
         done: DmaDone,
         ctx: &mut Ctx<'_, M>,
@@ -279,7 +280,7 @@ impl Engine {
             self.translate(
                 ctx,
                 AttFor::SendDesc {
-                    ctx: id,
+                    send: id,
                     rest: true,
                 },
                 msg,
@@ -296,7 +297,7 @@ impl Engine {
             self.params
                 .descriptor_decode_cycles
                 .max(sim_kernel::Cycles(1)),
-            NicMsg::Engine(EngineWake::DescriptorDecoded { ctx: id }).into(),
+            NicMsg::Engine(EngineWake::DescriptorDecoded { send: id }).into(),
         );
     }
 }

@@ -4,6 +4,7 @@
 //! descriptor's fragments can be fetched (`txdata`). Errors found here complete the
 //! descriptor at once (see `tx`).
 
+use super::ids::SendId;
 use super::pending::{span, AttFor};
 use super::tx::SendPhase;
 use super::{Engine, EngineMsg};
@@ -17,7 +18,7 @@ impl Engine {
     /// The decode time of a send descriptor is over: check it and translate its buffers.
     pub(crate) fn send_decoded<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: SendId,
         ctx: &mut Ctx<'_, M>,
         ram: &mut BufferRam,
     ) {
@@ -72,7 +73,7 @@ impl Engine {
         for (i, va, handle, len) in segs {
             self.translate(
                 ctx,
-                AttFor::SendBuf { ctx: id, seg: i },
+                AttFor::SendBuf { send: id, seg: i },
                 msg,
                 handle,
                 va,
@@ -86,7 +87,7 @@ impl Engine {
     /// The ATT answered for data segment `seg` of a send descriptor.
     pub(crate) fn send_buf_translated<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: SendId,
         seg: usize,
         result: Result<Vec<Piece>, TranslateError>,
         ctx: &mut Ctx<'_, M>,
@@ -111,7 +112,7 @@ impl Engine {
 
     fn send_buffers_translated<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: SendId,
         ctx: &mut Ctx<'_, M>,
         ram: &mut BufferRam,
     ) {

@@ -29,6 +29,7 @@
 
 use super::fifo::{FifoSpace, Mover, MoverState, Run};
 use super::frame::{headers, MAX_FRAGMENT_PAYLOAD};
+use super::ids::SendId;
 use super::pending::span;
 use super::tx::SendPhase;
 use super::{Engine, EngineMsg};
@@ -42,7 +43,7 @@ use via_abi::{Control, MacAddr, MemHandle, Op};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SlotKind {
     /// A fragment of send context `ctx`.
-    Data { ctx: u64 },
+    Data { send: SendId },
     /// A control frame.
     Control,
 }
@@ -87,7 +88,7 @@ pub(crate) struct TxRun {
 /// The fragment being fetched.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Fetch {
-    pub ctx: u64,
+    pub send: SendId,
     pub slot: usize,
     /// Message offset of the next byte to fetch / of the fragment's first byte / end.
     pub next: u64,
@@ -114,7 +115,7 @@ pub(crate) struct TxPath {
     pub fifo: FifoSpace,
     pub fetch: Option<Fetch>,
     /// Last send context served (round robin).
-    pub rr: u64,
+    pub rr: SendId,
     pub mover: Mover<TxRun>,
     pub mover_fsm: Fsm<MoverState>,
     pub control: VecDeque<ControlFrame>,
@@ -129,7 +130,7 @@ impl TxPath {
             next_handoff: 0,
             fifo: FifoSpace::new(fifo),
             fetch: None,
-            rr: 0,
+            rr: SendId::default(),
             mover: Mover::default(),
             mover_fsm: Fsm::new("tx.mover", MoverState::Idle),
             control: VecDeque::new(),
@@ -200,7 +201,7 @@ impl Engine {
         let rr = self.tx.rr;
         let pick = self
             .sends
-            .range(rr + 1..)
+            .range(rr.next()..)
             .find(|(_, s)| eligible(s))
             .or_else(|| self.sends.iter().find(|(_, s)| eligible(s)))
             .map(|(&id, _)| id);
@@ -214,7 +215,7 @@ impl Engine {
 
     fn assign_fragment<M: EngineMsg>(
         &mut self,
-        id: u64,
+        id: SendId,
         i: usize,
         ready: Time,
         ctx: &mut Ctx<'_, M>,
@@ -284,7 +285,7 @@ impl Engine {
         });
         self.tx.slots[i] = Some(TxSlot {
             msg: s.msg,
-            kind: SlotKind::Data { ctx: id },
+            kind: SlotKind::Data { send: id },
             frame_len,
             runs: 1,
             dmas: 0,
@@ -296,7 +297,7 @@ impl Engine {
         });
         if len > 0 {
             self.tx.fetch = Some(Fetch {
-                ctx: id,
+                send: id,
                 slot: i,
                 next: off,
                 start: off,
@@ -308,6 +309,6 @@ impl Engine {
         self.tx.next_assign = (i + 1) % n;
         self.stats.data_frames_sent += 1;
         self.stats.payload_bytes_sent += len;
-        tracing::trace!(target: "nic::tx", id, frag, slot = i, len, seq, "fragment gets a TX slot");
+        tracing::trace!(target: "nic::tx", id = %id, frag, slot = i, len, seq, "fragment gets a TX slot");
     }
 }

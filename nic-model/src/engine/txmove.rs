@@ -6,6 +6,7 @@
 
 use super::fifo::{cycles_until, Run, TX_MOVER_PRIORITY};
 use super::frame::{HEADERS_LEN, OP_OFFSET};
+use super::ids::MoverGen;
 use super::pending::{pages_for, span, span_to, DmaFor};
 use super::txdata::{SlotKind, TxRun};
 use super::{Engine, EngineMsg, EngineWake};
@@ -22,7 +23,7 @@ impl Engine {
             return false;
         };
         let chunk = self.params.tx_chunk();
-        let Some(s) = self.sends.get_mut(&f.ctx) else {
+        let Some(s) = self.sends.get_mut(&f.send) else {
             self.tx.fetch = None;
             return true;
         };
@@ -102,7 +103,7 @@ impl Engine {
         });
         if !ok {
             self.stats.dma_failures += 1;
-            if let SlotKind::Data { ctx: id } = s.kind {
+            if let SlotKind::Data { send: id } = s.kind {
                 if let Some(c) = self.sends.get_mut(&id) {
                     c.status |= Status::PROTECTION_ERROR;
                     c.aborted = true;
@@ -142,7 +143,7 @@ impl Engine {
     /// The TX mover's wake-up: move the words due, finish runs, start the next.
     pub(crate) fn tx_mover_woken<M: EngineMsg>(
         &mut self,
-        gen: u64,
+        gen: MoverGen,
         ctx: &mut Ctx<'_, M>,
         ram: &mut BufferRam,
     ) {
@@ -205,7 +206,7 @@ impl Engine {
             let (msg, len, kind) = (s.msg, s.frame_len, s.kind);
             let mut mark = s.mark;
             match kind {
-                SlotKind::Data { ctx: id } => {
+                SlotKind::Data { send: id } => {
                     if let Some(t) = s.last_dma {
                         span_to(ctx, msg, "payload DMA read", &mut mark, t);
                     }
@@ -248,7 +249,7 @@ impl Engine {
         if !ok {
             self.stats.tx_failures += 1;
         }
-        if let SlotKind::Data { ctx: id } = s.kind {
+        if let SlotKind::Data { send: id } = s.kind {
             if let Some(c) = self.sends.get_mut(&id) {
                 c.transmitted += 1;
                 if !ok {

@@ -16,6 +16,7 @@
 //! descriptors complete with `DESCRIPTOR_FLUSHED`, sends waiting for an acknowledgement
 //! complete with it too.
 
+use super::ids::{RxId, SendId};
 use super::stats::{ViCounters, ViInfo};
 use super::Engine;
 use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
@@ -89,11 +90,11 @@ pub(crate) struct Vi {
     pub rx_seq: u32,
     pub recv_queue: VecDeque<PostedRecv>,
     /// Send contexts in posting order (they complete in this order).
-    pub send_order: VecDeque<u64>,
+    pub send_order: VecDeque<SendId>,
     /// The send context whose fragments are not all assigned yet.
-    pub tx_active: Option<u64>,
+    pub tx_active: Option<SendId>,
     /// The message being received.
-    pub rx_cur: Option<u64>,
+    pub rx_cur: Option<RxId>,
     /// The VI command waiting for this VI's connection (its `VI_RESULT`).
     pub connect_cmd: Option<u64>,
     pub counters: ViCounters,
