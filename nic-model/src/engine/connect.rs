@@ -18,11 +18,11 @@
 //! asynchronous command changes only while it is still the last command written.
 
 use super::frame::{connect_payload, control, parse_connect, reject};
+use super::io::Io;
 use super::txdata::ControlFrame;
 use super::vi::{Vi, ViState};
-use super::{Engine, EngineMsg};
+use super::Engine;
 use gige_mac::BufferRam;
-use sim_kernel::Ctx;
 use via_abi::bar::{CmdResult, Reliability, ViCmd, VI_ATTR_RDMA_WRITE};
 use via_abi::wire_header::{WireHeaderRepr, WireOp};
 use via_abi::{MacAddr, ProtectionTag};
@@ -37,44 +37,33 @@ pub(crate) struct PendingConnect {
 }
 
 impl Engine {
-    fn queue_control<M: EngineMsg>(
-        &mut self,
-        dst: MacAddr,
-        hdr: WireHeaderRepr,
-        payload: Vec<u8>,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    fn queue_control(&mut self, dst: MacAddr, hdr: WireHeaderRepr, payload: Vec<u8>, io: &mut Io) {
         let msg = self.new_msg();
         self.tx.control.push_back(ControlFrame {
             dst,
             hdr,
             payload,
             msg,
-            at: ctx.now(),
+            at: io.now(),
         });
     }
 
-    fn connect_frame<M: EngineMsg>(
+    fn connect_frame(
         &mut self,
         op: WireOp,
         dst: MacAddr,
         dst_vi: u16,
         src_vi: u16,
         (disc, byte): (u32, u8),
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
     ) {
         let payload = connect_payload(disc, byte);
         let hdr = control(op, dst_vi, src_vi, payload.len() as u16);
-        self.queue_control(dst, hdr, payload, ctx);
+        self.queue_control(dst, hdr, payload, io);
     }
 
     /// `VI_CMD` was written.
-    pub(crate) fn vi_command<M: EngineMsg>(
-        &mut self,
-        cmd: ViCmd,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    pub(crate) fn vi_command(&mut self, cmd: ViCmd, io: &mut Io, ram: &mut BufferRam) {
         self.regs.vi_cmd_seq += 1;
         let seq = self.regs.vi_cmd_seq;
         let sel = u16::try_from(self.regs.vi_sel)
@@ -113,7 +102,7 @@ impl Engine {
                 if busy {
                     CmdResult::InvalidState
                 } else {
-                    self.flush_recvs(n, ctx);
+                    self.flush_recvs(n, io);
                     if let Some(slot) = self.vis.get_mut(usize::from(n)) {
                         *slot = None;
                     }
@@ -143,8 +132,8 @@ impl Engine {
                     }
                     None => 0,
                 };
-                self.set_vi_state(n, ViState::Requesting, ctx, ram);
-                self.connect_frame(WireOp::ConnectRequest, mac, 0, n, (disc, rel), ctx);
+                self.set_vi_state(n, ViState::Requesting, io, ram);
+                self.connect_frame(WireOp::ConnectRequest, mac, 0, n, (disc, rel), io);
                 CmdResult::Busy
             }
             (ViCmd::ConnectWait, Some(ViState::Idle)) => {
@@ -153,20 +142,20 @@ impl Engine {
                     v.discriminator = disc;
                     v.connect_cmd = Some(seq);
                 }
-                self.set_vi_state(n, ViState::Listening, ctx, ram);
+                self.set_vi_state(n, ViState::Listening, io, ram);
                 self.regs.vi_result = CmdResult::Busy;
                 let kept = self
                     .pending_connects
                     .iter()
                     .position(|p| p.discriminator == disc);
                 if let Some(p) = kept.and_then(|i| self.pending_connects.remove(i)) {
-                    self.offer(n, p, ctx, ram);
+                    self.offer(n, p, io, ram);
                 }
                 return;
             }
             (ViCmd::ConnectRequest | ViCmd::ConnectWait, Some(_)) => CmdResult::InvalidState,
             (ViCmd::ConnectReject, Some(ViState::Listening)) => {
-                self.set_vi_state(n, ViState::Idle, ctx, ram);
+                self.set_vi_state(n, ViState::Idle, io, ram);
                 CmdResult::Ok
             }
             (ViCmd::ConnectReject, Some(_)) => CmdResult::InvalidState,
@@ -174,10 +163,10 @@ impl Engine {
                 if st == ViState::Connected {
                     if let Some((mac, peer)) = self.vi_ref(n).map(|v| (v.peer_mac, v.peer_vi)) {
                         let hdr = control(WireOp::Disconnect, peer, n, 0);
-                        self.queue_control(mac, hdr, Vec::new(), ctx);
+                        self.queue_control(mac, hdr, Vec::new(), io);
                     }
                 }
-                self.set_vi_state(n, ViState::Idle, ctx, ram);
+                self.set_vi_state(n, ViState::Idle, io, ram);
                 CmdResult::Ok
             }
             (ViCmd::Unknown(_), _) => CmdResult::BadCommand,
@@ -195,13 +184,7 @@ impl Engine {
 
     /// Offers request `p` to listening VI `n`: accept, or reject on a reliability
     /// mismatch (the VI keeps listening).
-    fn offer<M: EngineMsg>(
-        &mut self,
-        n: u16,
-        p: PendingConnect,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    fn offer(&mut self, n: u16, p: PendingConnect, io: &mut Io, ram: &mut BufferRam) {
         let Some(v) = self.vi_mut(n) else {
             return;
         };
@@ -214,24 +197,24 @@ impl Engine {
                 p.vi,
                 n,
                 (disc, reject::RELIABILITY),
-                ctx,
+                io,
             );
             return;
         }
         v.peer_mac = p.mac;
         v.peer_vi = p.vi;
-        self.set_vi_state(n, ViState::Connected, ctx, ram);
+        self.set_vi_state(n, ViState::Connected, io, ram);
         self.connect_result(n, CmdResult::Ok);
-        self.connect_frame(WireOp::ConnectAccept, p.mac, p.vi, n, (disc, rel), ctx);
+        self.connect_frame(WireOp::ConnectAccept, p.mac, p.vi, n, (disc, rel), io);
     }
 
     /// A connection-management frame arrived from `src`.
-    pub(crate) fn control_received<M: EngineMsg>(
+    pub(crate) fn control_received(
         &mut self,
         h: WireHeaderRepr,
         src: MacAddr,
         payload: &[u8],
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         let (disc, byte) = parse_connect(payload).unwrap_or((0, 0));
@@ -249,7 +232,7 @@ impl Engine {
                     .flatten()
                     .find(|v| v.state() == ViState::Listening && v.discriminator == disc);
                 if let Some(n) = listener.map(|v| v.num) {
-                    self.offer(n, p, ctx, ram);
+                    self.offer(n, p, io, ram);
                 } else if self.pending_connects.contains(&p) {
                     // A repeat of a request already kept.
                 } else if self.pending_connects.len() < self.params.max_pending_connects {
@@ -261,7 +244,7 @@ impl Engine {
                         h.src_vi,
                         0,
                         (disc, reject::NO_ROOM),
-                        ctx,
+                        io,
                     );
                 }
             }
@@ -278,16 +261,16 @@ impl Engine {
                     if let Some(v) = self.vi_mut(n) {
                         v.peer_vi = h.src_vi;
                     }
-                    self.set_vi_state(n, ViState::Connected, ctx, ram);
+                    self.set_vi_state(n, ViState::Connected, io, ram);
                     self.connect_result(n, CmdResult::Ok);
                 } else {
-                    self.set_vi_state(n, ViState::Idle, ctx, ram);
+                    self.set_vi_state(n, ViState::Idle, io, ram);
                     self.connect_result(n, CmdResult::Rejected);
                 }
             }
             WireOp::Disconnect => {
                 if self.is_peer(h.dst_vi, src, h.src_vi) {
-                    self.set_vi_state(h.dst_vi, ViState::Error, ctx, ram);
+                    self.set_vi_state(h.dst_vi, ViState::Error, io, ram);
                 } else {
                     self.stats.rx_not_connected += 1;
                 }

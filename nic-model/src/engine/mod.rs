@@ -60,6 +60,7 @@ mod doorbell;
 mod fifo;
 pub mod frame;
 pub mod ids;
+pub mod io;
 mod params;
 mod pending;
 mod recvdesc;
@@ -87,9 +88,10 @@ use crate::att::{DeregisterError, RegisterError};
 use crate::msg::{NicMsg, ReqId};
 use gige_mac::{BufferError, BufferLayout, BufferRam, MacMsg};
 use ids::{DmaTag, JobId, MoverGen, RxId, SendId};
+use io::Io;
 use pci_model::{DmaStatus, PciMsg};
 use pending::{AttFor, DmaFor};
-use sim_kernel::Ctx;
+use sim_kernel::{ClockDomain, Ctx};
 use std::collections::{BTreeMap, VecDeque};
 use via_abi::bar::CmdResult;
 
@@ -168,6 +170,8 @@ pub struct Engine {
     status_jobs: BTreeMap<JobId, complete::StatusJob>,
     rx: rx::RxPath,
     rx_msgs: BTreeMap<RxId, rxdata::RxMessage>,
+    /// The clock domains of the engine and the GEC, kept between messages for [`Io`].
+    clocks: Option<(ClockDomain, ClockDomain)>,
 }
 
 impl Engine {
@@ -205,6 +209,7 @@ impl Engine {
             sends: BTreeMap::new(),
             status_jobs: BTreeMap::new(),
             rx_msgs: BTreeMap::new(),
+            clocks: None,
         })
     }
 
@@ -251,9 +256,47 @@ impl Engine {
 
     /// Handles a `pci-model` message: BAR accesses from the system bus, DMA completions.
     pub fn on_pci<M: EngineMsg>(&mut self, msg: PciMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let mut io = self.begin(ctx);
+        self.handle_pci(msg, &mut io, ram);
+        self.finish(io, ctx);
+    }
+
+    /// Handles a `nic-model` message: ATT answers and the engine's own wake-ups.
+    pub fn on_nic<M: EngineMsg>(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let mut io = self.begin(ctx);
+        self.handle_nic(msg, &mut io, ram);
+        self.finish(io, ctx);
+    }
+
+    /// Handles a `gige-mac` message from the GEC: transmit completions, received frames.
+    pub fn on_mac<M: EngineMsg>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let mut io = self.begin(ctx);
+        self.handle_mac(msg, &mut io, ram);
+        self.finish(io, ctx);
+    }
+
+    /// An outbox for the message being handled now.
+    fn begin<M>(&mut self, ctx: &Ctx<'_, M>) -> Io {
+        let (core, gec) = self.clocks.take().unwrap_or_else(|| {
+            (
+                ctx.my_domain().clone(),
+                ctx.domain_of(self.ports.gec).clone(),
+            )
+        });
+        Io::new(ctx.now(), core, gec)
+    }
+
+    /// Applies the outbox to the kernel, in order.
+    fn finish<M: EngineMsg>(&mut self, mut io: Io, ctx: &mut Ctx<'_, M>) {
+        io.apply(&self.ports, ctx);
+        self.clocks = Some(io.into_clocks());
+    }
+
+    /// Sans-IO form of [`Engine::on_pci`]: the effects go into `io`.
+    pub fn handle_pci(&mut self, msg: PciMsg, io: &mut Io, ram: &mut BufferRam) {
         match msg {
-            PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, ctx, ram),
-            PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, ctx),
+            PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, io, ram),
+            PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, io),
             PciMsg::DmaDone(done) => {
                 let Some(purpose) = self.dma_wait.remove(&DmaTag(done.tag)) else {
                     tracing::warn!(target: "nic::tx", tag = done.tag, "completion of an unknown DMA job");
@@ -261,28 +304,28 @@ impl Engine {
                 };
                 match purpose {
                     DmaFor::SendDesc { send, rest } => {
-                        self.send_desc_read(send, rest, done, ctx, ram)
+                        self.send_desc_read(send, rest, done, io, ram)
                     }
                     DmaFor::Payload { slot, offset, len } => {
                         // Moved, not copied: the chunk's bytes go on to the TX mover.
                         let ok = done.status == DmaStatus::Ok && done.data.len() as u64 == len;
                         let data = ok.then_some(done.data);
-                        self.payload_read(slot, offset, len, data, ctx);
+                        self.payload_read(slot, offset, len, data, io);
                     }
-                    DmaFor::RecvDesc { rx, rest } => self.recv_desc_read(rx, rest, &done, ctx, ram),
-                    DmaFor::RxChunk { rx, len } => self.rx_chunk_written(rx, len, &done, ctx, ram),
-                    DmaFor::Status { job } => self.status_written(job, &done, ctx),
+                    DmaFor::RecvDesc { rx, rest } => self.recv_desc_read(rx, rest, &done, io, ram),
+                    DmaFor::RxChunk { rx, len } => self.rx_chunk_written(rx, len, &done, io, ram),
+                    DmaFor::Status { job } => self.status_written(job, &done, io),
                 }
             }
             other => {
                 tracing::warn!(target: "nic::doorbell", ?other, "not an engine input: dropped");
             }
         }
-        self.settle(ctx, ram);
+        self.settle(io, ram);
     }
 
-    /// Handles a `nic-model` message: ATT answers and the engine's own wake-ups.
-    pub fn on_nic<M: EngineMsg>(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    /// Sans-IO form of [`Engine::on_nic`]: the effects go into `io`.
+    pub fn handle_nic(&mut self, msg: NicMsg, io: &mut Io, ram: &mut BufferRam) {
         match msg {
             NicMsg::AttTranslated { req, result } => {
                 let Some(purpose) = self.att_wait.remove(&req) else {
@@ -291,19 +334,19 @@ impl Engine {
                 };
                 match purpose {
                     AttFor::SendDesc { send, rest } => {
-                        self.send_desc_translated(send, rest, result, ctx, ram)
+                        self.send_desc_translated(send, rest, result, io, ram)
                     }
                     AttFor::SendBuf { send, seg } => {
-                        self.send_buf_translated(send, seg, result, ctx, ram)
+                        self.send_buf_translated(send, seg, result, io, ram)
                     }
                     AttFor::RecvDesc { rx, rest } => {
-                        self.recv_desc_translated(rx, rest, result, ctx, ram)
+                        self.recv_desc_translated(rx, rest, result, io, ram)
                     }
                     AttFor::RecvBuf { rx, seg } => {
-                        self.recv_buf_translated(rx, seg, result, ctx, ram)
+                        self.recv_buf_translated(rx, seg, result, io, ram)
                     }
-                    AttFor::Remote => self.remote_translated(result, ctx, ram),
-                    AttFor::StatusOnly { job } => self.status_translated(job, result, ctx),
+                    AttFor::Remote => self.remote_translated(result, io, ram),
+                    AttFor::StatusOnly { job } => self.status_translated(job, result, io),
                 }
             }
             NicMsg::AttRegistered { req, result } => {
@@ -313,39 +356,39 @@ impl Engine {
                 self.att_answer(req, result.map(|()| None).map_err(deregister_code));
             }
             NicMsg::Engine(wake) => match wake {
-                EngineWake::DoorbellDecoded => self.doorbell_decoded(ctx, ram),
-                EngineWake::DescriptorDecoded { send } => self.send_decoded(send, ctx, ram),
-                EngineWake::RecvDescriptorDecoded { rx } => self.recv_decoded(rx, ctx, ram),
-                EngineWake::HeaderChecked => self.header_checked(ctx, ram),
-                EngineWake::TxMover { gen } => self.tx_mover_woken(gen, ctx, ram),
-                EngineWake::RxMover { gen } => self.rx_mover_woken(gen, ctx, ram),
+                EngineWake::DoorbellDecoded => self.doorbell_decoded(io, ram),
+                EngineWake::DescriptorDecoded { send } => self.send_decoded(send, io, ram),
+                EngineWake::RecvDescriptorDecoded { rx } => self.recv_decoded(rx, io, ram),
+                EngineWake::HeaderChecked => self.header_checked(io, ram),
+                EngineWake::TxMover { gen } => self.tx_mover_woken(gen, io, ram),
+                EngineWake::RxMover { gen } => self.rx_mover_woken(gen, io, ram),
             },
             other => {
                 tracing::warn!(target: "nic::doorbell", ?other, "not an engine input: dropped");
             }
         }
-        self.settle(ctx, ram);
+        self.settle(io, ram);
     }
 
-    /// Handles a `gige-mac` message from the GEC: transmit completions, received frames.
-    pub fn on_mac<M: EngineMsg>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    /// Sans-IO form of [`Engine::on_mac`]: the effects go into `io`.
+    pub fn handle_mac(&mut self, msg: MacMsg, io: &mut Io, ram: &mut BufferRam) {
         match msg {
-            MacMsg::GecTxDone { slot, ok, .. } => self.tx_done(slot, ok, ctx, ram),
-            MacMsg::GecRxFrame { slot, len, msg } => self.rx_frame(slot, len, msg, ctx),
+            MacMsg::GecTxDone { slot, ok, .. } => self.tx_done(slot, ok, io, ram),
+            MacMsg::GecRxFrame { slot, len, msg } => self.rx_frame(slot, len, msg, io),
             // The GEC queues transmits that come before it is ready: nothing to do.
             MacMsg::GecReady => tracing::debug!(target: "nic::tx", "GEC ready"),
             other => {
                 tracing::warn!(target: "nic::rx", msg = other.name(), "not an engine input: dropped");
             }
         }
-        self.settle(ctx, ram);
+        self.settle(io, ram);
     }
 
     /// After every message: let every unit make the progress it now can.
-    fn settle<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
-        self.tx_pump(ctx, ram);
-        self.kick_doorbells(ctx, ram);
-        self.rx_next(ctx);
+    fn settle(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        self.tx_pump(io, ram);
+        self.kick_doorbells(io, ram);
+        self.rx_next(io);
     }
 }
 

@@ -3,11 +3,12 @@
 //! page-list helpers every path uses.
 
 use super::ids::{JobId, RxId, SendId};
-use super::{Engine, EngineMsg};
+use super::io::{Action, Io};
+use super::Engine;
 use crate::att::{AccessKind, Piece};
-use crate::msg::{NicMsg, ReqId};
-use pci_model::{DmaDirection, DmaJob, PciMsg};
-use sim_kernel::{Ctx, MsgId, Time};
+use crate::msg::ReqId;
+use pci_model::DmaDirection;
+use sim_kernel::MsgId;
 use via_abi::{MemHandle, ProtectionTag};
 
 /// What an outstanding translation is for.
@@ -46,9 +47,9 @@ pub(crate) enum DmaFor {
 impl Engine {
     /// Asks the ATT manager to translate; the answer comes back as `AttTranslated`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn translate<M: EngineMsg>(
+    pub(crate) fn translate(
         &mut self,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         purpose: AttFor,
         msg: MsgId,
         handle: MemHandle,
@@ -60,66 +61,42 @@ impl Engine {
         self.next_req += 1;
         let req = ReqId(self.next_req);
         self.att_wait.insert(req, purpose);
-        let me = ctx.me();
-        ctx.send(
-            self.ports.att,
-            NicMsg::AttTranslate {
-                req,
-                msg,
-                handle,
-                va,
-                len,
-                access,
-                ptag,
-                reply_to: me,
-            }
-            .into(),
-        );
+        io.push(Action::Translate {
+            req,
+            msg,
+            handle,
+            va,
+            len,
+            access,
+            ptag,
+        });
     }
 
     /// Starts a DMA read of `len` bytes from the ATT-style page list `pages`.
-    pub(crate) fn dma_read<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        purpose: DmaFor,
-        pages: Vec<u64>,
-        len: u64,
-    ) {
-        self.dma(ctx, purpose, pages, DmaDirection::Read { len });
+    pub(crate) fn dma_read(&mut self, io: &mut Io, purpose: DmaFor, pages: Vec<u64>, len: u64) {
+        self.dma(io, purpose, pages, DmaDirection::Read { len });
     }
 
     /// Starts a DMA write of `data` to the ATT-style page list `pages`.
-    pub(crate) fn dma_write<M: EngineMsg>(
+    pub(crate) fn dma_write(
         &mut self,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         purpose: DmaFor,
         pages: Vec<u64>,
         data: Vec<u8>,
     ) {
-        self.dma(ctx, purpose, pages, DmaDirection::Write { data });
+        self.dma(io, purpose, pages, DmaDirection::Write { data });
     }
 
-    fn dma<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        purpose: DmaFor,
-        pages: Vec<u64>,
-        direction: DmaDirection,
-    ) {
+    fn dma(&mut self, io: &mut Io, purpose: DmaFor, pages: Vec<u64>, direction: DmaDirection) {
         self.next_dma = self.next_dma.next();
         let tag = self.next_dma;
         self.dma_wait.insert(tag, purpose);
-        let me = ctx.me();
-        ctx.send(
-            self.ports.dma,
-            PciMsg::DmaStart(DmaJob {
-                tag: tag.0,
-                reply_to: me,
-                direction,
-                pages,
-            })
-            .into(),
-        );
+        io.push(Action::Dma {
+            tag,
+            direction,
+            pages,
+        });
     }
 
     /// A fresh trace id.
@@ -127,28 +104,6 @@ impl Engine {
         let id = MsgId(self.params.msg_id_base.saturating_add(self.next_msg));
         self.next_msg += 1;
         id
-    }
-}
-
-/// Records the span `[*mark, now)` of `stage` for `msg` (nothing if empty) and moves the
-/// mark to now: spans recorded through one mark are contiguous.
-pub(crate) fn span<M>(ctx: &mut Ctx<'_, M>, msg: MsgId, stage: &'static str, mark: &mut Time) {
-    let now = ctx.now();
-    span_to(ctx, msg, stage, mark, now);
-}
-
-/// Records the span `[*mark, end)` and moves the mark to `end` (e.g. the edge a message
-/// sent now lands at another component).
-pub(crate) fn span_to<M>(
-    ctx: &mut Ctx<'_, M>,
-    msg: MsgId,
-    stage: &'static str,
-    mark: &mut Time,
-    end: Time,
-) {
-    if end > *mark {
-        ctx.span(msg, stage, *mark, end);
-        *mark = end;
     }
 }
 

@@ -18,12 +18,11 @@
 use super::fifo::{FifoSpace, Mover, MoverState};
 use super::frame::{self, RxDrop, HEADERS_LEN};
 use super::ids::RxId;
-use super::pending::span;
+use super::io::{span, Io};
 use super::rxdrain::{Chunk, RxRun};
-use super::{Engine, EngineMsg, EngineWake};
-use crate::msg::NicMsg;
+use super::{Engine, EngineWake};
 use gige_mac::{BufferRam, MacMsg};
-use sim_kernel::{Ctx, Cycles, Fsm, MsgId, StateName, Time};
+use sim_kernel::{Cycles, Fsm, MsgId, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::wire_header::{WireHeaderRepr, WireOp};
 use via_abi::{MacAddr, Status};
@@ -105,34 +104,28 @@ impl RxPath {
 
 impl Engine {
     /// The GEC delivered a frame into RX buffer `slot`.
-    pub(crate) fn rx_frame<M: EngineMsg>(
-        &mut self,
-        slot: u16,
-        len: u32,
-        msg: MsgId,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(crate) fn rx_frame(&mut self, slot: u16, len: u32, msg: MsgId, io: &mut Io) {
         self.stats.rx_frames += 1;
         self.rx.queue.push_back(RxIn {
             slot,
             len,
             msg,
-            at: ctx.now(),
+            at: io.now(),
         });
-        self.rx_next(ctx);
+        self.rx_next(io);
     }
 
     /// Starts the header check of the next frame if the front end is free.
-    pub(crate) fn rx_next<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) {
+    pub(crate) fn rx_next(&mut self, io: &mut Io) {
         if self.rx.cur.is_some() {
             return;
         }
         let Some(frame) = self.rx.queue.pop_front() else {
-            self.rx.fsm.set(RxState::Idle, ctx);
+            self.rx.fsm.set(RxState::Idle, io);
             return;
         };
         let mut mark = frame.at;
-        span(ctx, frame.msg, "rx queue wait", &mut mark);
+        span(io, frame.msg, "rx queue wait", &mut mark);
         self.rx.cur = Some(RxWork {
             frame,
             mark,
@@ -142,33 +135,26 @@ impl Engine {
             plan: VecDeque::new(),
             moving: 0,
         });
-        self.rx.fsm.set(RxState::HeaderCheck, ctx);
+        self.rx.fsm.set(RxState::HeaderCheck, io);
         let words = super::fifo::words(HEADERS_LEN as u64);
         let wait = Cycles(words.saturating_add(self.params.header_check_cycles.0));
-        ctx.wake_after(wait, NicMsg::Engine(EngineWake::HeaderChecked).into());
+        io.wake_after(wait, EngineWake::HeaderChecked);
     }
 
     /// The frame in the front end is done: release its slot, take the next.
-    pub(crate) fn rx_release<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) {
+    pub(crate) fn rx_release(&mut self, io: &mut Io) {
         if let Some(w) = self.rx.cur.take() {
-            ctx.send(
-                self.ports.gec,
-                MacMsg::GecRxRelease { slot: w.frame.slot }.into(),
-            );
+            io.to_gec(Cycles(1), MacMsg::GecRxRelease { slot: w.frame.slot });
         }
-        self.rx_next(ctx);
+        self.rx_next(io);
     }
 
     /// The header of the frame in the front end has been read and compared.
-    pub(crate) fn header_checked<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    pub(crate) fn header_checked(&mut self, io: &mut Io, ram: &mut BufferRam) {
         let Some(w) = self.rx.cur.as_mut() else {
             return;
         };
-        span(ctx, w.frame.msg, "header check", &mut w.mark);
+        span(io, w.frame.msg, "header check", &mut w.mark);
         let slot_len = self.layout.slot_bytes;
         let len = u64::from(w.frame.len).min(slot_len);
         let bytes = self
@@ -186,7 +172,7 @@ impl Engine {
                     RxDrop::Malformed => self.stats.rx_malformed += 1,
                 }
                 tracing::debug!(target: "nic::rx", ?e, "frame dropped");
-                self.rx_release(ctx);
+                self.rx_release(io);
                 return;
             }
         };
@@ -196,28 +182,28 @@ impl Engine {
         let h = parsed.hdr;
         let src = parsed.eth.src;
         match h.op {
-            WireOp::Send | WireOp::RdmaWrite => self.rx_data(ctx, ram),
+            WireOp::Send | WireOp::RdmaWrite => self.rx_data(io, ram),
             WireOp::Ack => {
                 if self.is_peer(h.dst_vi, src, h.src_vi) {
                     let status = Status::from_bits_retain(h.immediate);
-                    let arrived = self.rx.cur.as_ref().map_or(ctx.now(), |w| w.frame.at);
-                    self.ack_received(h.dst_vi, h.seq, status, arrived, ctx, ram);
+                    let arrived = self.rx.cur.as_ref().map_or(io.now(), |w| w.frame.at);
+                    self.ack_received(h.dst_vi, h.seq, status, arrived, io, ram);
                 } else {
                     self.stats.rx_not_connected += 1;
                 }
-                self.rx_release(ctx);
+                self.rx_release(io);
             }
             WireOp::ConnectRequest
             | WireOp::ConnectAccept
             | WireOp::ConnectReject
             | WireOp::Disconnect => {
                 let payload = payload.to_vec();
-                self.control_received(h, src, &payload, ctx, ram);
-                self.rx_release(ctx);
+                self.control_received(h, src, &payload, io, ram);
+                self.rx_release(io);
             }
             WireOp::Unknown(_) => {
                 self.stats.rx_bad_op += 1;
-                self.rx_release(ctx);
+                self.rx_release(io);
             }
         }
     }

@@ -24,14 +24,15 @@
 //! The payload's way into host memory is in `rxdrain`, the receiver's errors in
 //! `rxerror`, receive descriptors in `recvdesc`.
 
-use super::pending::{pages_for, span, AttFor};
+use super::io::{span, Io};
+use super::pending::{pages_for, AttFor};
 use super::rx::RxState;
 use super::rxdrain::Chunk;
 use super::tx::DESC_HEAD;
-use super::{Engine, EngineMsg};
+use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
-use sim_kernel::{Ctx, MsgId, Time};
+use sim_kernel::{MsgId, Time};
 use via_abi::wire_header::{WireFlags, WireOp};
 use via_abi::{DescriptorRepr, MemHandle, Status};
 
@@ -71,7 +72,7 @@ pub(crate) struct RxMessage {
 
 impl Engine {
     /// A data frame passed the header check.
-    pub(crate) fn rx_data<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    pub(crate) fn rx_data(&mut self, io: &mut Io, ram: &mut BufferRam) {
         let Some((h, src, msg)) = self
             .rx
             .cur
@@ -83,12 +84,12 @@ impl Engine {
         let n = h.dst_vi;
         if self.vi_ref(n).is_none() {
             self.stats.rx_no_vi += 1;
-            self.rx_release(ctx);
+            self.rx_release(io);
             return;
         }
         if !self.is_peer(n, src, h.src_vi) {
             self.stats.rx_not_connected += 1;
-            self.rx_release(ctx);
+            self.rx_release(io);
             return;
         }
         let Some(vi) = self.vi_mut(n) else {
@@ -104,10 +105,10 @@ impl Engine {
                 Status::TRANSPORT_ERROR,
                 Some(Status::TRANSPORT_ERROR),
                 true,
-                ctx,
+                io,
                 ram,
             );
-            self.rx_release(ctx);
+            self.rx_release(io);
             return;
         }
         vi.rx_seq = vi.rx_seq.wrapping_add(1);
@@ -119,7 +120,7 @@ impl Engine {
                 if let Some(v) = self.vi_mut(n) {
                     v.counters.rx_fragment_errors += 1;
                 }
-                self.abandon_rx(n, Status::TRANSPORT_ERROR, ctx);
+                self.abandon_rx(n, Status::TRANSPORT_ERROR, io);
             }
             self.next_rx = self.next_rx.next();
             let id = self.next_rx;
@@ -142,7 +143,7 @@ impl Engine {
                     outstanding: 0,
                     last_seq: h.seq,
                     reliable,
-                    mark: ctx.now(),
+                    mark: io.now(),
                     completed: false,
                 },
             );
@@ -168,10 +169,10 @@ impl Engine {
                         Status::TRANSPORT_ERROR,
                         Some(Status::TRANSPORT_ERROR),
                         last,
-                        ctx,
+                        io,
                         ram,
                     );
-                    self.rx_release(ctx);
+                    self.rx_release(io);
                     return;
                 }
             }
@@ -186,8 +187,8 @@ impl Engine {
                     vi.rx_cur = None;
                 }
             }
-            self.rx_check_complete(id, ctx);
-            self.rx_release(ctx);
+            self.rx_check_complete(id, io);
+            self.rx_release(io);
             return;
         }
         m.next_off += u64::from(h.frag_len);
@@ -196,20 +197,20 @@ impl Engine {
         if let Some(w) = self.rx.cur.as_mut() {
             w.target = Some(id);
         }
-        self.rx_continue(ctx, ram);
+        self.rx_continue(io, ram);
     }
 
     /// Takes the frame in the front end to its next step.
-    pub(crate) fn rx_continue<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    pub(crate) fn rx_continue(&mut self, io: &mut Io, ram: &mut BufferRam) {
         let Some((h, id)) = self.rx.cur.as_ref().and_then(|w| Some((w.hdr?, w.target?))) else {
             return;
         };
         let Some(m) = self.rx_msgs.get(&id) else {
-            self.rx_release(ctx);
+            self.rx_release(io);
             return;
         };
         if m.failed {
-            self.rx_release(ctx);
+            self.rx_release(io);
             return;
         }
         let (n, msg) = (m.vi, m.msg);
@@ -226,10 +227,10 @@ impl Engine {
                     Status::REMOTE_DESCRIPTOR_ERROR,
                     None,
                     h.flags.contains(WireFlags::LAST),
-                    ctx,
+                    io,
                     ram,
                 );
-                self.rx_release(ctx);
+                self.rx_release(io);
                 return;
             };
             if let Some(m) = self.rx_msgs.get_mut(&id) {
@@ -239,10 +240,10 @@ impl Engine {
                     ..RecvDesc::default()
                 });
             }
-            self.rx.fsm.set(RxState::Descriptor, ctx);
+            self.rx.fsm.set(RxState::Descriptor, io);
             let ptag = self.vi_ptag(n);
             self.translate(
-                ctx,
+                io,
                 AttFor::RecvDesc {
                     rx: id,
                     rest: false,
@@ -257,7 +258,7 @@ impl Engine {
             return;
         }
         if h.frag_len == 0 {
-            self.rx_frame_done(ctx, ram);
+            self.rx_frame_done(io, ram);
             return;
         }
         if m.op == WireOp::RdmaWrite {
@@ -265,10 +266,10 @@ impl Engine {
             let va = h.remote_va.checked_add(u64::from(h.frag_offset));
             match (allowed, va) {
                 (true, Some(va)) => {
-                    self.rx.fsm.set(RxState::Translate, ctx);
+                    self.rx.fsm.set(RxState::Translate, io);
                     let ptag = self.vi_ptag(n);
                     self.translate(
-                        ctx,
+                        io,
                         AttFor::Remote,
                         msg,
                         h.remote_handle,
@@ -278,7 +279,7 @@ impl Engine {
                         ptag,
                     );
                 }
-                _ => self.remote_refused(ctx, ram),
+                _ => self.remote_refused(io, ram),
             }
             return;
         }
@@ -312,28 +313,28 @@ impl Engine {
                 seg_start = seg_end;
             }
         }
-        self.rx_start_drain(plan, ctx, ram);
+        self.rx_start_drain(plan, io, ram);
     }
 
     /// The remote range of an RDMA write was translated (or refused).
-    pub(crate) fn remote_translated<M: EngineMsg>(
+    pub(crate) fn remote_translated(
         &mut self,
         result: Result<Vec<Piece>, TranslateError>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         let Some(id) = self.rx.cur.as_ref().and_then(|w| w.target) else {
             return;
         };
-        if self.rx_abandoned(id, ctx) {
+        if self.rx_abandoned(id, io) {
             return;
         }
         let Some(w) = self.rx.cur.as_mut() else {
             return;
         };
-        span(ctx, w.frame.msg, "remote translate", &mut w.mark);
+        span(io, w.frame.msg, "remote translate", &mut w.mark);
         let Ok(pieces) = result else {
-            self.remote_refused(ctx, ram);
+            self.remote_refused(io, ram);
             return;
         };
         let len = w.hdr.map_or(0, |h| u64::from(h.frag_len));
@@ -349,11 +350,11 @@ impl Engine {
             });
             o += n;
         }
-        self.rx_start_drain(plan, ctx, ram);
+        self.rx_start_drain(plan, io, ram);
     }
 
     /// An RDMA write was refused (by the VI or the ATT): no byte is written.
-    fn remote_refused<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    fn remote_refused(&mut self, io: &mut Io, ram: &mut BufferRam) {
         let Some(h) = self.rx.cur.as_ref().and_then(|w| w.hdr) else {
             return;
         };
@@ -368,9 +369,9 @@ impl Engine {
             Status::RDMA_PROTECTION_ERROR,
             Some(Status::RDMA_PROTECTION_ERROR),
             last,
-            ctx,
+            io,
             ram,
         );
-        self.rx_release(ctx);
+        self.rx_release(io);
     }
 }

@@ -14,13 +14,12 @@ use super::complete::{JobKind, StatusJob};
 use super::fifo::{cycles_until, Run, RX_MOVER_PRIORITY};
 use super::frame::HEADERS_LEN;
 use super::ids::{MoverGen, RxId};
-use super::pending::{span, DmaFor};
+use super::io::{span, Io};
+use super::pending::DmaFor;
 use super::rx::RxState;
-use super::{Engine, EngineMsg, EngineWake};
-use crate::msg::NicMsg;
+use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
 use pci_model::{DmaDone, DmaStatus};
-use sim_kernel::Ctx;
 use std::collections::VecDeque;
 use via_abi::descriptor::control_segment;
 use via_abi::wire_header::WireOp;
@@ -47,21 +46,21 @@ pub(crate) struct RxRun {
 }
 
 impl Engine {
-    pub(crate) fn rx_start_drain<M: EngineMsg>(
+    pub(crate) fn rx_start_drain(
         &mut self,
         plan: VecDeque<Chunk>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         if let Some(w) = self.rx.cur.as_mut() {
             w.plan = plan;
         }
-        self.rx.fsm.set(RxState::Drain, ctx);
-        self.rx_drain(ctx, ram);
+        self.rx.fsm.set(RxState::Drain, io);
+        self.rx_drain(io, ram);
     }
 
     /// Starts moving the planned chunks that fit in the Recv FIFO.
-    pub(crate) fn rx_drain<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    pub(crate) fn rx_drain(&mut self, io: &mut Io, ram: &mut BufferRam) {
         if self.rx.fsm.state() != RxState::Drain {
             return;
         }
@@ -71,7 +70,7 @@ impl Engine {
         let (Some(id), Ok(base)) = (w.target, self.layout.rx_buffer(w.frame.slot)) else {
             return;
         };
-        let now = ctx.now();
+        let now = io.now();
         while let Some(c) = w.plan.front() {
             if !self.rx.fifo.reserve(c.len) {
                 break;
@@ -94,37 +93,32 @@ impl Engine {
             });
         }
         let done = w.plan.is_empty() && w.moving == 0;
-        self.kick_rx_mover(ctx);
+        self.kick_rx_mover(io);
         if done {
-            self.rx_frame_done(ctx, ram);
+            self.rx_frame_done(io, ram);
         }
     }
 
-    fn kick_rx_mover<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) {
-        let period = ctx.my_domain().period();
-        self.rx.mover.start_next(ctx.now(), period);
+    fn kick_rx_mover(&mut self, io: &mut Io) {
+        let period = io.my_domain().period();
+        self.rx.mover.start_next(io.now(), period);
         if let Some(t) = self.rx.mover.wake_needed(self.params.stepping, period) {
             let gen = self.rx.mover.gen;
-            let n = cycles_until(ctx.now(), t, period);
-            let wake = NicMsg::Engine(EngineWake::RxMover { gen });
-            ctx.wake_after_with(n, RX_MOVER_PRIORITY, wake.into());
+            let n = cycles_until(io.now(), t, period);
+            let wake = EngineWake::RxMover { gen };
+            io.wake_after_with(n, RX_MOVER_PRIORITY, wake);
         }
         let st = self.rx.mover.state();
-        self.rx.mover_fsm.set(st, ctx);
+        self.rx.mover_fsm.set(st, io);
     }
 
     /// The RX mover's wake-up: read the words due, hand finished chunks to the DMA.
-    pub(crate) fn rx_mover_woken<M: EngineMsg>(
-        &mut self,
-        gen: MoverGen,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    pub(crate) fn rx_mover_woken(&mut self, gen: MoverGen, io: &mut Io, ram: &mut BufferRam) {
         if !self.rx.mover.woken(gen) {
             return;
         }
-        let period = ctx.my_domain().period();
-        let now = ctx.now();
+        let period = io.my_domain().period();
+        let now = io.now();
         while let Some(p) = self.rx.mover.advance(now, period) {
             self.stats.rx_words += p.to - p.from;
             if let Some(a) = self.rx.mover.current_mut() {
@@ -148,7 +142,7 @@ impl Engine {
                     m.outstanding += 1;
                 }
                 self.dma_write(
-                    ctx,
+                    io,
                     DmaFor::RxChunk {
                         rx: r.msg,
                         len: r.len,
@@ -159,22 +153,18 @@ impl Engine {
             }
             self.rx.mover.start_next(now, period);
         }
-        self.rx_drain(ctx, ram);
-        self.kick_rx_mover(ctx);
+        self.rx_drain(io, ram);
+        self.kick_rx_mover(io);
     }
 
     /// Every chunk of the frame in the front end is in the Recv FIFO: release its slot.
-    pub(crate) fn rx_frame_done<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        _ram: &mut BufferRam,
-    ) {
+    pub(crate) fn rx_frame_done(&mut self, io: &mut Io, _ram: &mut BufferRam) {
         let Some(w) = self.rx.cur.as_mut() else {
             return;
         };
-        span(ctx, w.frame.msg, "rx buffer drain", &mut w.mark);
+        span(io, w.frame.msg, "rx buffer drain", &mut w.mark);
         if let Some(id) = w.target {
-            let now = ctx.now();
+            let now = io.now();
             if let Some(m) = self.rx_msgs.get_mut(&id) {
                 if m.last_seen {
                     m.drained = true;
@@ -187,18 +177,18 @@ impl Engine {
                     }
                 }
             }
-            self.rx_check_complete(id, ctx);
+            self.rx_check_complete(id, io);
         }
-        self.rx_release(ctx);
+        self.rx_release(io);
     }
 
     /// A chunk's DMA write ended.
-    pub(crate) fn rx_chunk_written<M: EngineMsg>(
+    pub(crate) fn rx_chunk_written(
         &mut self,
         id: RxId,
         len: u64,
         done: &DmaDone,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         self.rx.fifo.release(len);
@@ -216,12 +206,12 @@ impl Engine {
                 m.failed = true;
             }
         }
-        self.rx_check_complete(id, ctx);
-        self.rx_drain(ctx, ram);
+        self.rx_check_complete(id, io);
+        self.rx_drain(io, ram);
     }
 
     /// Completes message `id` once it is drained and its writes are done.
-    pub(crate) fn rx_check_complete<M: EngineMsg>(&mut self, id: RxId, ctx: &mut Ctx<'_, M>) {
+    pub(crate) fn rx_check_complete(&mut self, id: RxId, io: &mut Io) {
         let Some(m) = self.rx_msgs.get_mut(&id) else {
             return;
         };
@@ -240,13 +230,13 @@ impl Engine {
             return;
         }
         m.completed = true;
-        span(ctx, m.msg, "payload DMA write", &mut m.mark);
+        span(io, m.msg, "payload DMA write", &mut m.mark);
         let (n, msg, seq, reliable, mark) = (m.vi, m.msg, m.last_seq, m.reliable, m.mark);
         if let Some(v) = self.vi_mut(n) {
             v.counters.messages_received += 1;
         }
         if reliable {
-            self.send_ack(n, seq, Status::empty(), msg, ctx);
+            self.send_ack(n, seq, Status::empty(), msg, io);
         }
         let Some(m) = self.rx_msgs.get(&id) else {
             return;
@@ -282,6 +272,6 @@ impl Engine {
             bytes,
         };
         let pieces = d.pieces.clone();
-        self.write_status(job, &pieces, offset, ctx);
+        self.write_status(job, &pieces, offset, io);
     }
 }

@@ -10,12 +10,13 @@
 use super::complete::{JobKind, StatusJob};
 use super::frame::control;
 use super::ids::RxId;
+use super::io::Io;
 use super::tx::STATUS_OFFSET;
 use super::txdata::ControlFrame;
 use super::vi::ViState;
-use super::{Engine, EngineMsg};
+use super::Engine;
 use gige_mac::BufferRam;
-use sim_kernel::{Ctx, MsgId};
+use sim_kernel::MsgId;
 use via_abi::wire_header::WireOp;
 use via_abi::{CompletedOp, Status};
 
@@ -23,14 +24,14 @@ impl Engine {
     /// Message `id` of the frame in the front end failed with `nak` (the error bits the
     /// sender gets on a reliable VI) and `local` (written into its receive descriptor).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn rx_error<M: EngineMsg>(
+    pub(crate) fn rx_error(
         &mut self,
         n: u16,
         seq: u32,
         nak: Status,
         local: Option<Status>,
         last: bool,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         let Some(vi) = self.vi_mut(n) else {
@@ -47,21 +48,16 @@ impl Engine {
                     v.rx_cur = None;
                 }
             }
-            self.fail_message(id, local.unwrap_or(nak), ctx);
+            self.fail_message(id, local.unwrap_or(nak), io);
         }
         if reliable {
-            self.send_ack(n, seq, nak, msg, ctx);
-            self.set_vi_state(n, ViState::Error, ctx, ram);
+            self.send_ack(n, seq, nak, msg, io);
+            self.set_vi_state(n, ViState::Error, io, ram);
         }
     }
 
     /// Message `id` failed: its receive descriptor (if fetched) completes with `local`.
-    pub(crate) fn fail_message<M: EngineMsg>(
-        &mut self,
-        id: RxId,
-        local: Status,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(crate) fn fail_message(&mut self, id: RxId, local: Status, io: &mut Io) {
         let Some(m) = self.rx_msgs.get_mut(&id) else {
             return;
         };
@@ -84,7 +80,7 @@ impl Engine {
                     msg: m.msg,
                     vi: n,
                     kind: JobKind::Flush,
-                    mark: ctx.now(),
+                    mark: io.now(),
                     va: d.va.wrapping_add(STATUS_OFFSET - 4),
                     handle: d.handle,
                     bytes,
@@ -94,34 +90,22 @@ impl Engine {
         });
         if let Some((job, pieces)) = job {
             m.completed = true;
-            self.write_status(job, &pieces, STATUS_OFFSET - 4, ctx);
+            self.write_status(job, &pieces, STATUS_OFFSET - 4, io);
         }
-        self.rx_check_complete(id, ctx);
+        self.rx_check_complete(id, io);
     }
 
     /// Abandons the message VI `n` is receiving (a new message started, or the VI left
     /// `connected`).
-    pub(crate) fn abandon_rx<M: EngineMsg>(
-        &mut self,
-        n: u16,
-        status: Status,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(crate) fn abandon_rx(&mut self, n: u16, status: Status, io: &mut Io) {
         let Some(id) = self.vi_mut(n).and_then(|v| v.rx_cur.take()) else {
             return;
         };
-        self.fail_message(id, status, ctx);
+        self.fail_message(id, status, io);
     }
 
     /// Queues an Ack (`status` empty) or Nak for fragment `seq` to VI `n`'s peer.
-    pub(crate) fn send_ack<M: EngineMsg>(
-        &mut self,
-        n: u16,
-        seq: u32,
-        status: Status,
-        msg: MsgId,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(crate) fn send_ack(&mut self, n: u16, seq: u32, status: Status, msg: MsgId, io: &mut Io) {
         let Some(v) = self.vi_mut(n) else {
             return;
         };
@@ -139,7 +123,7 @@ impl Engine {
             hdr,
             payload: Vec::new(),
             msg,
-            at: ctx.now(),
+            at: io.now(),
         });
     }
 }

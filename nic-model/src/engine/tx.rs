@@ -27,14 +27,14 @@
 
 use super::doorbell::Entry;
 use super::ids::SendId;
-use super::pending::{pages_for, span, AttFor, DmaFor};
+use super::io::{span, Io};
+use super::pending::{pages_for, AttFor, DmaFor};
 use super::vi::ViState;
-use super::{Engine, EngineMsg, EngineWake};
+use super::{Engine, EngineWake};
 use crate::att::{AccessKind, Piece, TranslateError};
-use crate::msg::NicMsg;
 use gige_mac::BufferRam;
 use pci_model::DmaDone;
-use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
+use sim_kernel::{Fsm, MsgId, StateName, Time};
 use via_abi::descriptor::{control_segment, descriptor_len, is_descriptor_aligned, ControlSegment};
 use via_abi::{DescriptorRepr, MacAddr, MemHandle, Op, Status};
 
@@ -134,12 +134,12 @@ impl Engine {
     }
 
     /// A send doorbell was dispatched: take the descriptor into processing.
-    pub(crate) fn start_send<M: EngineMsg>(
+    pub(crate) fn start_send(
         &mut self,
         e: Entry,
         mark: Time,
         bad_queue: bool,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         _ram: &mut BufferRam,
     ) {
         self.next_send = self.next_send.next();
@@ -157,7 +157,7 @@ impl Engine {
         }
         self.stats.sends_started += 1;
         let mut phase = Fsm::new("tx", SendPhase::DescTranslate);
-        phase.set(SendPhase::DescTranslate, ctx);
+        phase.set(SendPhase::DescTranslate, io);
         self.sends.insert(
             id,
             SendCtx {
@@ -194,7 +194,7 @@ impl Engine {
         );
         tracing::debug!(target: "nic::tx", id = %id, vi = e.vi, va = e.rec.desc_va, "send descriptor");
         self.translate(
-            ctx,
+            io,
             AttFor::SendDesc {
                 send: id,
                 rest: false,
@@ -209,28 +209,28 @@ impl Engine {
     }
 
     /// The ATT answered for a send descriptor (`rest`: its bytes after the first 64).
-    pub(crate) fn send_desc_translated<M: EngineMsg>(
+    pub(crate) fn send_desc_translated(
         &mut self,
         id: SendId,
         rest: bool,
         result: Result<Vec<Piece>, TranslateError>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         let Some(s) = self.sends.get_mut(&id) else {
             return;
         };
-        span(ctx, s.msg, "descriptor translate", &mut s.mark);
+        span(io, s.msg, "descriptor translate", &mut s.mark);
         let pieces = match result {
             Ok(p) => p,
             Err(e) if rest => {
                 s.status |= e.status(AccessKind::LocalRead);
-                self.send_ready(id, ctx, ram);
+                self.send_ready(id, io, ram);
                 return;
             }
             Err(e) => {
                 tracing::warn!(target: "nic::tx", id = %id, %e, "descriptor address does not translate");
-                self.send_unreachable(id, ctx, ram);
+                self.send_unreachable(id, io, ram);
                 return;
             }
         };
@@ -241,44 +241,44 @@ impl Engine {
             s.desc_pieces.clone_from(&pieces);
             DESC_HEAD
         };
-        s.phase.set(SendPhase::DescRead, ctx);
+        s.phase.set(SendPhase::DescRead, io);
         match pages_for(&pieces, 0, len) {
-            Some(pages) => self.dma_read(ctx, DmaFor::SendDesc { send: id, rest }, pages, len),
-            None => self.send_unreachable(id, ctx, ram),
+            Some(pages) => self.dma_read(io, DmaFor::SendDesc { send: id, rest }, pages, len),
+            None => self.send_unreachable(id, io, ram),
         }
     }
 
     /// A DMA read of a send descriptor ended.
-    pub(crate) fn send_desc_read<M: EngineMsg>(
+    pub(crate) fn send_desc_read(
         &mut self,
         id: SendId,
         rest: bool,
         done: DmaDone,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         let Some(s) = self.sends.get_mut(&id) else {
             return;
         };
-        span(ctx, s.msg, "descriptor DMA read", &mut s.mark);
+        span(io, s.msg, "descriptor DMA read", &mut s.mark);
         if done.status != pci_model::DmaStatus::Ok {
             self.stats.dma_failures += 1;
             if rest {
                 s.status |= Status::PROTECTION_ERROR;
-                self.send_ready(id, ctx, ram);
+                self.send_ready(id, io, ram);
             } else {
-                self.send_unreachable(id, ctx, ram);
+                self.send_unreachable(id, io, ram);
             }
             return;
         }
         s.desc_bytes.extend_from_slice(&done.data);
         let need = descriptor_len(s.seg_count()) as u64;
         if !rest && need > DESC_HEAD {
-            s.phase.set(SendPhase::DescTranslate, ctx);
+            s.phase.set(SendPhase::DescTranslate, io);
             let (msg, handle, va, vi) = (s.msg, s.desc_handle, s.desc_va, s.vi);
             let ptag = self.vi_ptag(vi);
             self.translate(
-                ctx,
+                io,
                 AttFor::SendDesc {
                     send: id,
                     rest: true,
@@ -292,12 +292,12 @@ impl Engine {
             );
             return;
         }
-        s.phase.set(SendPhase::Decode, ctx);
-        ctx.wake_after(
+        s.phase.set(SendPhase::Decode, io);
+        io.wake_after(
             self.params
                 .descriptor_decode_cycles
                 .max(sim_kernel::Cycles(1)),
-            NicMsg::Engine(EngineWake::DescriptorDecoded { send: id }).into(),
+            EngineWake::DescriptorDecoded { send: id },
         );
     }
 }

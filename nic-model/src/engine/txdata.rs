@@ -4,7 +4,7 @@
 //! (DMA, mover, handoff and completions of slots: `txmove`.)
 //!
 //! ```text
-//!  send ctx (data) --assign slot--> header run (header_build_cycles, 14 words)
+//!  send io (data) --assign slot--> header run (header_build_cycles, 14 words)
 //!                   fetch: DMA read chunks (<= dma_chunk_bytes, <= free Send FIFO)
 //!                   DmaDone --> Send FIFO --one word/clock--> TX buffer slot
 //!  slot filled (header + payload) --ring order--> GecTransmit (handoff_cycles)
@@ -30,11 +30,11 @@
 use super::fifo::{FifoSpace, Mover, MoverState, Run};
 use super::frame::{headers, MAX_FRAGMENT_PAYLOAD};
 use super::ids::SendId;
-use super::pending::span;
+use super::io::{span, Io};
 use super::tx::SendPhase;
-use super::{Engine, EngineMsg};
+use super::Engine;
 use gige_mac::BufferRam;
-use sim_kernel::{Ctx, Fsm, MsgId, Time};
+use sim_kernel::{Fsm, MsgId, Time};
 use std::collections::VecDeque;
 use via_abi::wire_header::{WireFlags, WireHeaderRepr, WireOp};
 use via_abi::{Control, MacAddr, MemHandle, Op};
@@ -42,7 +42,7 @@ use via_abi::{Control, MacAddr, MemHandle, Op};
 /// What a TX slot holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SlotKind {
-    /// A fragment of send context `ctx`.
+    /// A fragment of send context `io`.
     Data { send: SendId },
     /// A control frame.
     Control,
@@ -140,10 +140,10 @@ impl TxPath {
 
 impl Engine {
     /// Makes whatever progress the send data path can: issue fetches, give out slots.
-    pub(crate) fn tx_pump<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
-        while self.pump_fetch(ctx) || self.assign_slot(ctx) {}
-        self.kick_tx_mover(ctx, ram);
-        self.try_handoff(ctx, ram);
+    pub(crate) fn tx_pump(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        while self.pump_fetch(io) || self.assign_slot(io) {}
+        self.kick_tx_mover(io, ram);
+        self.try_handoff(io, ram);
     }
 
     pub(crate) fn slot_addr(&self, slot: usize) -> u64 {
@@ -154,13 +154,13 @@ impl Engine {
     }
 
     /// Gives the next TX slot to a control frame or a data fragment.
-    fn assign_slot<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
+    fn assign_slot(&mut self, io: &mut Io) -> bool {
         let i = self.tx.next_assign;
         if self.tx.slots.get(i).is_none_or(Option::is_some) {
             return false;
         }
-        let now = ctx.now();
-        let ready = now + ctx.my_domain().cycles(self.params.header_build_cycles);
+        let now = io.now();
+        let ready = now + io.my_domain().cycles(self.params.header_build_cycles);
         let dst = self.slot_addr(i);
         let n = self.tx.slots.len();
         if let Some(c) = self.tx.control.pop_front() {
@@ -209,17 +209,11 @@ impl Engine {
             return false;
         };
         self.tx.rr = id;
-        self.assign_fragment(id, i, ready, ctx);
+        self.assign_fragment(id, i, ready, io);
         true
     }
 
-    fn assign_fragment<M: EngineMsg>(
-        &mut self,
-        id: SendId,
-        i: usize,
-        ready: Time,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    fn assign_fragment(&mut self, id: SendId, i: usize, ready: Time, io: &mut Io) {
         let (mac, dst) = (self.params.mac, self.slot_addr(i));
         let n = self.tx.slots.len();
         let Some(s) = self.sends.get_mut(&id) else {
@@ -246,7 +240,7 @@ impl Engine {
         }
         s.assigned += 1;
         let mut mark = s.frag_mark;
-        span(ctx, s.msg, "tx slot wait", &mut mark);
+        span(io, s.msg, "tx slot wait", &mut mark);
         let desc = s.desc.as_ref();
         let control = desc.map_or(Control::empty(), |d| d.control);
         let mut flags = WireFlags::empty();
@@ -304,7 +298,7 @@ impl Engine {
                 end: off + len,
             });
         } else if let Some(s) = self.sends.get_mut(&id) {
-            s.frag_mark = ctx.now();
+            s.frag_mark = io.now();
         }
         self.tx.next_assign = (i + 1) % n;
         self.stats.data_frames_sent += 1;

@@ -7,18 +7,18 @@
 use super::fifo::{cycles_until, Run, TX_MOVER_PRIORITY};
 use super::frame::{HEADERS_LEN, OP_OFFSET};
 use super::ids::MoverGen;
-use super::pending::{pages_for, span, span_to, DmaFor};
+use super::io::{span, span_to, Io};
+use super::pending::{pages_for, DmaFor};
 use super::txdata::{SlotKind, TxRun};
-use super::{Engine, EngineMsg, EngineWake};
-use crate::msg::NicMsg;
+use super::{Engine, EngineWake};
 use gige_mac::{BufferRam, MacMsg};
-use sim_kernel::{Ctx, Cycles};
+use sim_kernel::Cycles;
 use via_abi::Status;
 
 impl Engine {
     /// Issues the next payload DMA of the fragment being fetched, if the Send FIFO has
     /// room for it.
-    pub(crate) fn pump_fetch<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
+    pub(crate) fn pump_fetch(&mut self, io: &mut Io) -> bool {
         let Some(f) = self.tx.fetch else {
             return false;
         };
@@ -28,7 +28,7 @@ impl Engine {
             return true;
         };
         if f.next >= f.end {
-            s.frag_mark = ctx.now();
+            s.frag_mark = io.now();
             if let Some(slot) = self.tx.slots.get_mut(f.slot).and_then(Option::as_mut) {
                 slot.issued_all = true;
             }
@@ -70,24 +70,24 @@ impl Engine {
             len: want,
         };
         match pages {
-            Some(pages) => self.dma_read(ctx, purpose, pages, want),
+            Some(pages) => self.dma_read(io, purpose, pages, want),
             // Cannot happen with a translated segment; fail the chunk, never panic.
-            None => self.payload_read(f.slot, offset, want, None, ctx),
+            None => self.payload_read(f.slot, offset, want, None, io),
         }
         true
     }
 
     /// A payload DMA read ended: its bytes (`None` if the read failed) are in the Send
     /// FIFO, queue their move.
-    pub(crate) fn payload_read<M: EngineMsg>(
+    pub(crate) fn payload_read(
         &mut self,
         slot: usize,
         offset: u64,
         len: u64,
         data: Option<Vec<u8>>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
     ) {
-        let now = ctx.now();
+        let now = io.now();
         let dst = self.slot_addr(slot).saturating_add(offset);
         let Some(s) = self.tx.slots.get_mut(slot).and_then(Option::as_mut) else {
             self.tx.fifo.release(len);
@@ -123,35 +123,26 @@ impl Engine {
     }
 
     /// Starts the next run of the TX mover and schedules its wake-up.
-    pub(crate) fn kick_tx_mover<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        _ram: &mut BufferRam,
-    ) {
-        let period = ctx.my_domain().period();
-        self.tx.mover.start_next(ctx.now(), period);
+    pub(crate) fn kick_tx_mover(&mut self, io: &mut Io, _ram: &mut BufferRam) {
+        let period = io.my_domain().period();
+        self.tx.mover.start_next(io.now(), period);
         if let Some(t) = self.tx.mover.wake_needed(self.params.stepping, period) {
             let gen = self.tx.mover.gen;
-            let n = cycles_until(ctx.now(), t, period);
-            let wake = NicMsg::Engine(EngineWake::TxMover { gen });
-            ctx.wake_after_with(n, TX_MOVER_PRIORITY, wake.into());
+            let n = cycles_until(io.now(), t, period);
+            let wake = EngineWake::TxMover { gen };
+            io.wake_after_with(n, TX_MOVER_PRIORITY, wake);
         }
         let st = self.tx.mover.state();
-        self.tx.mover_fsm.set(st, ctx);
+        self.tx.mover_fsm.set(st, io);
     }
 
     /// The TX mover's wake-up: move the words due, finish runs, start the next.
-    pub(crate) fn tx_mover_woken<M: EngineMsg>(
-        &mut self,
-        gen: MoverGen,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    pub(crate) fn tx_mover_woken(&mut self, gen: MoverGen, io: &mut Io, ram: &mut BufferRam) {
         if !self.tx.mover.woken(gen) {
             return;
         }
-        let period = ctx.my_domain().period();
-        let now = ctx.now();
+        let period = io.my_domain().period();
+        let now = io.now();
         while let Some(p) = self.tx.mover.advance(now, period) {
             if let Some(a) = self.tx.mover.current() {
                 let run = &a.run.tag;
@@ -179,11 +170,11 @@ impl Engine {
             }
             self.tx.mover.start_next(now, period);
         }
-        self.tx_pump(ctx, ram);
+        self.tx_pump(io, ram);
     }
 
     /// Hands filled slots to the GEC, in ring order.
-    pub(crate) fn try_handoff<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    pub(crate) fn try_handoff(&mut self, io: &mut Io, ram: &mut BufferRam) {
         let n = self.tx.slots.len();
         loop {
             let i = self.tx.next_handoff;
@@ -198,45 +189,36 @@ impl Engine {
                 tracing::error!(target: "nic::tx", "TX slot outside the buffer RAM");
             }
             let delay = self.params.handoff_cycles;
-            let gec = self.ports.gec;
-            let arrive = ctx
-                .domain_of(gec)
-                .edge_after(ctx.now(), delay.max(Cycles(1)));
+            let arrive = io.gec_domain().edge_after(io.now(), delay.max(Cycles(1)));
             s.handed = true;
             let (msg, len, kind) = (s.msg, s.frame_len, s.kind);
             let mut mark = s.mark;
             match kind {
                 SlotKind::Data { send: id } => {
                     if let Some(t) = s.last_dma {
-                        span_to(ctx, msg, "payload DMA read", &mut mark, t);
+                        span_to(io, msg, "payload DMA read", &mut mark, t);
                     }
-                    span(ctx, msg, "tx buffer fill", &mut mark);
-                    span_to(ctx, msg, "frame handoff", &mut mark, arrive);
+                    span(io, msg, "tx buffer fill", &mut mark);
+                    span_to(io, msg, "frame handoff", &mut mark, arrive);
                     if let Some(c) = self.sends.get_mut(&id) {
                         c.mark = arrive;
                     }
                 }
                 SlotKind::Control => {
-                    span(ctx, msg, "control frame build", &mut mark);
-                    span_to(ctx, msg, "control frame handoff", &mut mark, arrive);
+                    span(io, msg, "control frame build", &mut mark);
+                    span_to(io, msg, "control frame handoff", &mut mark, arrive);
                     self.stats.control_frames_sent += 1;
                 }
             }
             let slot = u16::try_from(i).unwrap_or(u16::MAX);
             tracing::trace!(target: "nic::tx", slot, len, "frame handoff");
-            ctx.send_after(gec, delay, MacMsg::GecTransmit { slot, len, msg }.into());
+            io.to_gec(delay, MacMsg::GecTransmit { slot, len, msg });
             self.tx.next_handoff = (i + 1) % n;
         }
     }
 
     /// The GEC reports a TX slot sent (`ok`) or failed; it is free again.
-    pub(crate) fn tx_done<M: EngineMsg>(
-        &mut self,
-        slot: u16,
-        ok: bool,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    pub(crate) fn tx_done(&mut self, slot: u16, ok: bool, io: &mut Io, ram: &mut BufferRam) {
         let i = usize::from(slot);
         let taken = match self.tx.slots.get_mut(i) {
             Some(s) if s.as_ref().is_some_and(|s| s.handed) => s.take(),
@@ -257,11 +239,11 @@ impl Engine {
                     c.aborted = true;
                 }
                 if c.transmitted >= c.assigned {
-                    c.mark = c.mark.max(ctx.now());
+                    c.mark = c.mark.max(io.now());
                 }
             }
-            self.send_progress(id, ctx, ram);
+            self.send_progress(id, io, ram);
         }
-        self.tx_pump(ctx, ram);
+        self.tx_pump(io, ram);
     }
 }

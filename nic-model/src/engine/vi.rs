@@ -17,9 +17,10 @@
 //! complete with it too.
 
 use super::ids::{RxId, SendId};
+use super::io::Io;
 use super::stats::{ViCounters, ViInfo};
 use super::Engine;
-use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
+use sim_kernel::{Fsm, MsgId, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::bar::{Reliability, ViStateCode};
 use via_abi::{MacAddr, MemHandle, ProtectionTag};
@@ -181,22 +182,22 @@ impl Engine {
     }
 
     /// Moves VI `n` to `to`; leaving `connected` (or entering `error`) flushes it.
-    pub(crate) fn set_vi_state<M: super::EngineMsg>(
+    pub(crate) fn set_vi_state(
         &mut self,
         n: u16,
         to: ViState,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut gige_mac::BufferRam,
     ) {
         let Some(vi) = self.vi_mut(n) else {
             return;
         };
         let from = vi.state();
-        vi.fsm.set(to, ctx);
+        vi.fsm.set(to, io);
         tracing::debug!(target: "nic::vi", vi = n, from = from.name(), to = to.name(), "VI state");
         let broken = from == ViState::Connected && to != ViState::Connected;
         if broken || to == ViState::Error {
-            self.flush_vi(n, ctx, ram);
+            self.flush_vi(n, io, ram);
         }
         if to == ViState::Connected {
             if let Some(vi) = self.vi_mut(n) {
