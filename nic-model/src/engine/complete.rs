@@ -19,56 +19,24 @@
 //! when the descriptor was fetched; a descriptor flushed without being fetched has its
 //! status word translated first. Span `status write`.
 
-use super::ids::{JobId, RxId, SendId};
+use super::ids::{JobId, SendId};
 use super::io::{span, span_to, Io};
-use super::pending::{pages_for, AttFor, DmaFor};
-use super::tx::{SendPhase, STATUS_OFFSET};
-use super::vi::ViState;
+use super::unit::completion::{completed_op, JobKind, StatusJob};
+use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::unit::send::{SendPhase, STATUS_OFFSET};
+use super::unit::vi::ViState;
 use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
 use pci_model::{DmaDone, DmaStatus};
-use sim_kernel::{MsgId, Time};
-use via_abi::{CompletedOp, MemHandle, Op, Status};
-
-/// What a status write completes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum JobKind {
-    /// Send context `io`.
-    Send { send: SendId },
-    /// Received message `id`.
-    Recv { rx: RxId },
-    /// A flushed receive descriptor.
-    Flush,
-}
-
-/// A status write in flight.
-#[derive(Clone, Debug)]
-pub(crate) struct StatusJob {
-    pub msg: MsgId,
-    pub vi: u16,
-    pub kind: JobKind,
-    pub mark: Time,
-    /// VA and handle of the first status byte (flushes translate it first).
-    pub va: u64,
-    pub handle: MemHandle,
-    pub bytes: Vec<u8>,
-}
-
-/// The completed-operation code of a send descriptor's operation.
-pub(crate) fn completed_op(op: Op) -> CompletedOp {
-    match op {
-        Op::RdmaWrite => CompletedOp::RdmaWrite,
-        Op::RdmaRead => CompletedOp::RdmaRead,
-        Op::SendRecv | Op::Reserved => CompletedOp::Send,
-    }
-}
+use sim_kernel::Time;
+use via_abi::{CompletedOp, Status};
 
 impl Engine {
     /// Checks whether send context `id` has finished sending (and, reliable, has its
     /// acknowledgement); if so it becomes ready to complete.
     pub(crate) fn send_progress(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
-        let Some(s) = self.sends.get_mut(&id) else {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
         let in_data = matches!(s.phase.state(), SendPhase::Data | SendPhase::Completing);
@@ -88,13 +56,13 @@ impl Engine {
 
     /// Send context `id` may complete once the earlier ones of its VI have.
     pub(crate) fn send_ready(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
-        let Some(s) = self.sends.get_mut(&id) else {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
         s.ready = true;
         s.phase.set(SendPhase::Completing, io);
         let vi = s.vi;
-        if let Some(v) = self.vi_mut(vi) {
+        if let Some(v) = self.vis.get_mut(vi) {
             if v.tx_active == Some(id) {
                 v.tx_active = None;
             }
@@ -106,7 +74,7 @@ impl Engine {
     /// Send context `id` cannot be completed: its descriptor is unreachable.
     pub(crate) fn send_unreachable(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
         self.stats.descriptors_unreachable += 1;
-        if let Some(s) = self.sends.get_mut(&id) {
+        if let Some(s) = self.send.ctxs.get_mut(&id) {
             s.unreachable = true;
         }
         self.send_ready(id, io, ram);
@@ -115,11 +83,11 @@ impl Engine {
     /// Writes the status of the ready sends at the head of VI `vi`'s order.
     fn complete_in_order(&mut self, vi: u16, io: &mut Io) {
         loop {
-            let Some(&id) = self.vi_ref(vi).and_then(|v| v.send_order.front()) else {
+            let Some(&id) = self.vis.get(vi).and_then(|v| v.send_order.front()) else {
                 return;
             };
-            let Some(s) = self.sends.get_mut(&id) else {
-                if let Some(v) = self.vi_mut(vi) {
+            let Some(s) = self.send.ctxs.get_mut(&id) else {
+                if let Some(v) = self.vis.get_mut(vi) {
                     v.send_order.pop_front();
                 }
                 continue;
@@ -127,11 +95,11 @@ impl Engine {
             if !s.ready {
                 return;
             }
-            if let Some(v) = self.vis.get_mut(usize::from(vi)).and_then(Option::as_mut) {
+            if let Some(v) = self.vis.get_mut(vi) {
                 v.send_order.pop_front();
             }
             if s.unreachable {
-                self.sends.remove(&id);
+                self.send.ctxs.remove(&id);
                 continue;
             }
             span(io, s.msg, "completion order wait", &mut s.mark);
@@ -165,22 +133,19 @@ impl Engine {
             self.status_done(job, false, io);
             return;
         };
-        self.next_job = self.next_job.next();
-        let jid = self.next_job;
         let bytes = job.bytes.clone();
-        self.status_jobs.insert(jid, job);
-        self.dma_write(io, DmaFor::Status { job: jid }, pages, bytes);
+        let jid = self.completion.insert(job);
+        self.outstanding
+            .dma_write(io, DmaFor::Status { job: jid }, pages, bytes);
     }
 
     /// Completes a receive descriptor that was never fetched (flush): translate its
     /// status word, then write it.
     pub(crate) fn flush_unfetched(&mut self, job: StatusJob, io: &mut Io) {
-        self.next_job = self.next_job.next();
-        let jid = self.next_job;
         let (msg, handle, va, len) = (job.msg, job.handle, job.va, job.bytes.len() as u64);
-        let ptag = self.vi_ptag(job.vi);
-        self.status_jobs.insert(jid, job);
-        self.translate(
+        let ptag = self.vis.ptag(job.vi);
+        let jid = self.completion.insert(job);
+        self.outstanding.translate(
             io,
             AttFor::StatusOnly { job: jid },
             msg,
@@ -199,7 +164,7 @@ impl Engine {
         result: Result<Vec<Piece>, TranslateError>,
         io: &mut Io,
     ) {
-        let Some(job) = self.status_jobs.remove(&jid) else {
+        let Some(job) = self.completion.jobs.remove(&jid) else {
             return;
         };
         match result {
@@ -213,7 +178,7 @@ impl Engine {
 
     /// A status DMA write ended.
     pub(crate) fn status_written(&mut self, jid: JobId, done: &DmaDone, io: &mut Io) {
-        let Some(job) = self.status_jobs.remove(&jid) else {
+        let Some(job) = self.completion.jobs.remove(&jid) else {
             return;
         };
         let ok = done.status == DmaStatus::Ok;
@@ -231,7 +196,7 @@ impl Engine {
         }
         match job.kind {
             JobKind::Send { send: id } => {
-                let Some(s) = self.sends.remove(&id) else {
+                let Some(s) = self.send.ctxs.remove(&id) else {
                     return;
                 };
                 let err = s.status.errors();
@@ -239,7 +204,7 @@ impl Engine {
                     self.stats.send_errors += 1;
                 }
                 tracing::debug!(target: "nic::tx", id = %s.id, status = ?s.status, "send complete");
-                if let Some(v) = self.vi_mut(job.vi) {
+                if let Some(v) = self.vis.get_mut(job.vi) {
                     v.counters.sends_completed += 1;
                     if err.is_error() {
                         v.counters.send_errors += 1;
@@ -248,13 +213,13 @@ impl Engine {
                 }
             }
             JobKind::Recv { rx: id } => {
-                self.rx_msgs.remove(&id);
-                if let Some(v) = self.vi_mut(job.vi) {
+                self.recv.msgs.remove(&id);
+                if let Some(v) = self.vis.get_mut(job.vi) {
                     v.counters.recvs_completed += 1;
                 }
             }
             JobKind::Flush => {
-                if let Some(v) = self.vi_mut(job.vi) {
+                if let Some(v) = self.vis.get_mut(job.vi) {
                     v.counters.recvs_completed += 1;
                 }
             }
@@ -271,11 +236,11 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let Some(v) = self.vi_ref(vi) else {
+        let Some(v) = self.vis.get(vi) else {
             return;
         };
         let found = v.send_order.iter().copied().find(|id| {
-            self.sends.get(id).is_some_and(|s| {
+            self.send.ctxs.get(id).is_some_and(|s| {
                 s.assigned > 0
                     && !s.ready
                     && seq >= s.first_seq
@@ -287,7 +252,7 @@ impl Engine {
             return;
         };
         let nak = status.errors().is_error();
-        if let Some(s) = self.sends.get_mut(&id) {
+        if let Some(s) = self.send.ctxs.get_mut(&id) {
             // The wait ends when the ack frame arrives; its header check follows under
             // the same trace id (recorded by the receive front end).
             span_to(io, s.msg, "ack wait", &mut s.mark, arrived);
@@ -300,7 +265,7 @@ impl Engine {
             }
         }
         if nak {
-            if let Some(v) = self.vi_mut(vi) {
+            if let Some(v) = self.vis.get_mut(vi) {
                 v.counters.naks_received += 1;
             }
             self.send_progress(id, io, ram);
@@ -316,11 +281,12 @@ impl Engine {
         self.flush_recvs(n, io);
         self.abandon_rx(n, Status::FLUSHED, io);
         let ids: Vec<SendId> = self
-            .vi_ref(n)
+            .vis
+            .get(n)
             .map(|v| v.send_order.iter().copied().collect())
             .unwrap_or_default();
         for id in ids {
-            let Some(s) = self.sends.get_mut(&id) else {
+            let Some(s) = self.send.ctxs.get_mut(&id) else {
                 continue;
             };
             if s.ready {
@@ -333,7 +299,8 @@ impl Engine {
             s.aborted = s.aborted || s.desc.is_some();
         }
         let ids: Vec<SendId> = self
-            .vi_ref(n)
+            .vis
+            .get(n)
             .map(|v| v.send_order.iter().copied().collect())
             .unwrap_or_default();
         for id in ids {
@@ -344,7 +311,8 @@ impl Engine {
     /// Posted receive descriptors of VI `n` complete with `DESCRIPTOR_FLUSHED`.
     pub(crate) fn flush_recvs(&mut self, n: u16, io: &mut Io) {
         let posted: Vec<_> = self
-            .vi_mut(n)
+            .vis
+            .get_mut(n)
             .map(|v| v.recv_queue.drain(..).collect())
             .unwrap_or_default();
         for p in posted {

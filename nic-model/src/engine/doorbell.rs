@@ -19,67 +19,15 @@
 //! dispatch.
 
 use super::io::{span, Io};
-use super::vi::{PostedRecv, ViState};
+use super::unit::doorbell::{DoorbellState, Entry};
+use super::unit::vi::{PostedRecv, ViState};
 use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
 use pci_model::PciMsg;
-use sim_kernel::{Cycles, Fsm, MsgId, StateName, Time};
-use std::collections::{BTreeMap, VecDeque};
+use sim_kernel::Cycles;
 use via_abi::bar;
 use via_abi::doorbell::{Doorbell, DoorbellRepr, DOORBELL_LEN};
 use via_abi::Queue;
-
-/// States of the doorbell dispatcher.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DoorbellState {
-    /// Nothing to dispatch.
-    Idle,
-    /// Decoding the next doorbell.
-    Decoding,
-    /// Doorbells wait, none can go yet.
-    Blocked,
-}
-
-impl StateName for DoorbellState {
-    fn name(self) -> &'static str {
-        match self {
-            DoorbellState::Idle => "idle",
-            DoorbellState::Decoding => "decoding",
-            DoorbellState::Blocked => "blocked",
-        }
-    }
-}
-
-/// A rung doorbell.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Entry {
-    /// The VI of the window it was written to.
-    pub vi: u16,
-    pub rec: DoorbellRepr,
-    pub msg: MsgId,
-    pub at: Time,
-}
-
-/// The doorbell unit's state.
-#[derive(Clone, Debug)]
-pub(crate) struct DoorbellUnit {
-    /// Partly written records, by VI.
-    stage: BTreeMap<u16, [u8; DOORBELL_LEN]>,
-    pub fifo: VecDeque<Entry>,
-    pub retry_on: bool,
-    pub fsm: Fsm<DoorbellState>,
-}
-
-impl Default for DoorbellUnit {
-    fn default() -> Self {
-        Self {
-            stage: BTreeMap::new(),
-            fifo: VecDeque::new(),
-            retry_on: false,
-            fsm: Fsm::new("doorbell", DoorbellState::Idle),
-        }
-    }
-}
 
 impl Engine {
     /// A dword of VI `vi`'s doorbell window was written (`within`: its offset in the
@@ -146,13 +94,13 @@ impl Engine {
 
     /// Whether doorbell `e` can be dispatched now.
     fn can_dispatch(&self, e: &Entry) -> bool {
-        let Some(vi) = self.vi_ref(e.vi) else {
+        let Some(vi) = self.vis.get(e.vi) else {
             return true;
         };
         match e.rec.queue {
             Queue::Receive => vi.recv_queue.len() < self.params.recv_queue_depth,
             Queue::Send | Queue::Unknown(_) => {
-                vi.tx_active.is_none() && self.active_sends() < self.params.max_send_contexts
+                vi.tx_active.is_none() && self.send.active() < self.params.max_send_contexts
             }
         }
     }
@@ -197,7 +145,7 @@ impl Engine {
     fn dispatch(&mut self, e: Entry, io: &mut Io, ram: &mut BufferRam) {
         let mut mark = e.at;
         span(io, e.msg, "doorbell", &mut mark);
-        let Some(vi) = self.vi_mut(e.vi) else {
+        let Some(vi) = self.vis.get_mut(e.vi) else {
             self.stats.doorbell_no_vi += 1;
             tracing::warn!(target: "nic::doorbell", vi = e.vi, "doorbell for a VI that does not exist dropped");
             return;

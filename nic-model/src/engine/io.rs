@@ -26,8 +26,8 @@
 //! outstanding-request table) is a status job.
 
 use super::ids::DmaTag;
+use super::ids::{MoverGen, RxId, SendId};
 use super::params::EnginePorts;
-use super::{EngineMsg, EngineWake};
 use crate::att::{AccessKind, RegionRequest};
 use crate::msg::{NicMsg, ReqId};
 use gige_mac::MacMsg;
@@ -35,6 +35,41 @@ use pci_model::{DmaDirection, DmaJob, PciMsg};
 use sim_kernel::fsm::TransitionSink;
 use sim_kernel::{ClockDomain, Ctx, Cycles, MsgId, Priority, Time, Transition};
 use via_abi::{MemHandle, ProtectionTag};
+
+/// The message bounds of the engine's handlers: a system message type that wraps the
+/// three crates' enums.
+pub trait EngineMsg: From<PciMsg> + From<NicMsg> + From<MacMsg> {}
+
+impl<T: From<PciMsg> + From<NicMsg> + From<MacMsg>> EngineMsg for T {}
+
+/// The engine's wake-ups to itself (carried as [`NicMsg::Engine`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EngineWake {
+    /// A doorbell's decode time is over.
+    DoorbellDecoded,
+    /// Send context `ctx`'s descriptor decode time is over.
+    DescriptorDecoded {
+        /// The send context.
+        send: SendId,
+    },
+    /// The receive descriptor of received message `id` is decoded.
+    RecvDescriptorDecoded {
+        /// The received message.
+        rx: RxId,
+    },
+    /// The header of the frame in the receive front end has been read and checked.
+    HeaderChecked,
+    /// The TX word mover's scheduled edge (stale generations are ignored).
+    TxMover {
+        /// Generation of the wake-up.
+        gen: MoverGen,
+    },
+    /// The RX word mover's scheduled edge.
+    RxMover {
+        /// Generation of the wake-up.
+        gen: MoverGen,
+    },
+}
 
 /// One thing a unit of the engine wants done (see the module doc for the kernel call).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -54,97 +54,55 @@
 //! | `rxdrain`, `rxerror` | RX buffer -> host memory, message completion; receive errors, Ack/Nak |
 //! | `fifo`, `frame`, `pending` | word movers and FIFO space; frame formats; ATT/DMA bookkeeping |
 
-mod complete;
-mod connect;
-mod doorbell;
+// Leaves: no engine imports but each other.
 mod fifo;
 pub mod frame;
 pub mod ids;
 pub mod io;
 mod params;
-mod pending;
+mod stats;
+// Units: own the engine's state; import leaves only.
+mod unit;
+// Steps of the dispatcher (`impl Engine`): import units and leaves, never each other.
+mod complete;
+mod connect;
+mod doorbell;
 mod recvdesc;
 mod regs;
 mod rx;
 mod rxdata;
 mod rxdrain;
 mod rxerror;
-mod stats;
+#[cfg(test)]
+mod tests;
 mod tx;
 mod txcheck;
 mod txdata;
 mod txmove;
-mod vi;
 
-pub use doorbell::DoorbellState;
 pub use fifo::MoverState;
-pub use params::{EngineParams, EnginePorts, WordStepping};
-pub use rx::RxState;
+pub use io::{Action, EngineMsg, EngineWake, Io};
+pub use params::{EngineError, EngineParams, EnginePorts, WordStepping};
 pub use stats::{EngineStats, ViCounters, ViInfo};
-pub use tx::SendPhase;
-pub use vi::ViState;
+pub use unit::doorbell::DoorbellState;
+pub use unit::recv::RxState;
+pub use unit::send::SendPhase;
+pub use unit::vi::ViState;
 
 use crate::att::{DeregisterError, RegisterError};
-use crate::msg::{NicMsg, ReqId};
-use gige_mac::{BufferError, BufferLayout, BufferRam, MacMsg};
-use ids::{DmaTag, JobId, MoverGen, RxId, SendId};
-use io::Io;
+use crate::msg::NicMsg;
+use gige_mac::{BufferLayout, BufferRam, MacMsg};
+use ids::DmaTag;
 use pci_model::{DmaStatus, PciMsg};
-use pending::{AttFor, DmaFor};
-use sim_kernel::{ClockDomain, Ctx};
-use std::collections::{BTreeMap, VecDeque};
+use sim_kernel::{ClockDomain, Ctx, MsgId};
+use unit::completion::Completion;
+use unit::doorbell::DoorbellUnit;
+use unit::outstanding::{AttFor, DmaFor, Outstanding};
+use unit::recv::RecvPath;
+use unit::regs::Regs;
+use unit::send::SendPath;
+use unit::vi::{Vi, ViTable};
 use via_abi::bar::CmdResult;
-
-/// The message bounds of the engine's handlers: a system message type that wraps the
-/// three crates' enums.
-pub trait EngineMsg: From<PciMsg> + From<NicMsg> + From<MacMsg> {}
-
-impl<T: From<PciMsg> + From<NicMsg> + From<MacMsg>> EngineMsg for T {}
-
-/// The engine's wake-ups to itself (carried as [`NicMsg::Engine`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EngineWake {
-    /// A doorbell's decode time is over.
-    DoorbellDecoded,
-    /// Send context `ctx`'s descriptor decode time is over.
-    DescriptorDecoded {
-        /// The send context.
-        send: SendId,
-    },
-    /// The receive descriptor of received message `id` is decoded.
-    RecvDescriptorDecoded {
-        /// The received message.
-        rx: RxId,
-    },
-    /// The header of the frame in the receive front end has been read and checked.
-    HeaderChecked,
-    /// The TX word mover's scheduled edge (stale generations are ignored).
-    TxMover {
-        /// Generation of the wake-up.
-        gen: MoverGen,
-    },
-    /// The RX word mover's scheduled edge.
-    RxMover {
-        /// Generation of the wake-up.
-        gen: MoverGen,
-    },
-}
-
-/// Why an engine cannot be built.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum EngineError {
-    /// A parameter is out of range.
-    #[error("engine parameter {name}: {why}")]
-    BadParam {
-        /// The parameter.
-        name: &'static str,
-        /// What is wrong.
-        why: &'static str,
-    },
-    /// The buffer RAM layout is invalid.
-    #[error("buffer RAM: {0}")]
-    Layout(#[from] BufferError),
-}
 
 /// The VIA protocol engine (see the module doc).
 #[derive(Clone, Debug)]
@@ -153,23 +111,22 @@ pub struct Engine {
     ports: EnginePorts,
     layout: BufferLayout,
     stats: EngineStats,
+    /// Trace ids handed out so far.
     next_msg: u64,
-    next_req: u64,
-    next_dma: DmaTag,
-    next_send: SendId,
-    next_rx: RxId,
-    next_job: JobId,
-    att_wait: BTreeMap<ReqId, AttFor>,
-    dma_wait: BTreeMap<DmaTag, DmaFor>,
-    regs: regs::Regs,
-    doorbells: doorbell::DoorbellUnit,
-    vis: Vec<Option<vi::Vi>>,
-    pending_connects: VecDeque<connect::PendingConnect>,
-    sends: BTreeMap<SendId, tx::SendCtx>,
-    tx: txdata::TxPath,
-    status_jobs: BTreeMap<JobId, complete::StatusJob>,
-    rx: rx::RxPath,
-    rx_msgs: BTreeMap<RxId, rxdata::RxMessage>,
+    /// Unit: outstanding ATT translations and DMA jobs.
+    outstanding: Outstanding,
+    /// Unit: BAR0 registers and the ATT registration mailbox.
+    regs: Regs,
+    /// Unit: doorbell staging, FIFO and dispatcher state.
+    doorbells: DoorbellUnit,
+    /// Unit: the VI table and kept connect requests.
+    vis: ViTable,
+    /// Unit: send contexts and the send data path.
+    send: SendPath,
+    /// Unit: status write-backs in flight.
+    completion: Completion,
+    /// Unit: the receive front end and the messages being received.
+    recv: RecvPath,
     /// The clock domains of the engine and the GEC, kept between messages for [`Io`].
     clocks: Option<(ClockDomain, ClockDomain)>,
 }
@@ -188,27 +145,18 @@ impl Engine {
         params.validate()?;
         layout.validate()?;
         Ok(Self {
-            vis: vec![None; usize::from(params.max_vis)],
-            tx: txdata::TxPath::new(layout.tx_slots, params.send_fifo_bytes),
-            rx: rx::RxPath::new(params.recv_fifo_bytes),
+            vis: ViTable::new(params.max_vis),
+            send: SendPath::new(layout.tx_slots, params.send_fifo_bytes),
+            recv: RecvPath::new(params.recv_fifo_bytes),
             params,
             ports,
             layout: layout.clone(),
             stats: EngineStats::default(),
             next_msg: 0,
-            next_req: 0,
-            next_dma: DmaTag::default(),
-            next_send: SendId::default(),
-            next_rx: RxId::default(),
-            next_job: JobId::default(),
-            att_wait: BTreeMap::new(),
-            dma_wait: BTreeMap::new(),
-            regs: regs::Regs::default(),
-            doorbells: doorbell::DoorbellUnit::default(),
-            pending_connects: VecDeque::new(),
-            sends: BTreeMap::new(),
-            status_jobs: BTreeMap::new(),
-            rx_msgs: BTreeMap::new(),
+            outstanding: Outstanding::default(),
+            regs: Regs::default(),
+            doorbells: DoorbellUnit::default(),
+            completion: Completion::default(),
             clocks: None,
         })
     }
@@ -223,15 +171,22 @@ impl Engine {
     #[must_use]
     pub fn stats(&self) -> EngineStats {
         let mut s = self.stats.clone();
-        s.send_fifo_max = s.send_fifo_max.max(self.tx.fifo.max);
-        s.recv_fifo_max = s.recv_fifo_max.max(self.rx.fifo.max);
+        s.send_fifo_max = s.send_fifo_max.max(self.send.tx.fifo.max);
+        s.recv_fifo_max = s.recv_fifo_max.max(self.recv.front.fifo.max);
         s
     }
 
     /// A snapshot of VI `n`, if it exists.
     #[must_use]
     pub fn vi(&self, n: u16) -> Option<ViInfo> {
-        self.vi_ref(n).map(vi::Vi::info)
+        self.vis.get(n).map(Vi::info)
+    }
+
+    /// A fresh trace id.
+    pub(crate) fn new_msg(&mut self) -> MsgId {
+        let id = MsgId(self.params.msg_id_base.saturating_add(self.next_msg));
+        self.next_msg += 1;
+        id
     }
 
     /// Doorbells waiting in the FIFO.
@@ -244,14 +199,13 @@ impl Engine {
     #[must_use]
     pub fn is_idle(&self) -> bool {
         self.doorbells.fifo.is_empty()
-            && self.sends.is_empty()
-            && self.rx.cur.is_none()
-            && self.rx.queue.is_empty()
-            && self.att_wait.is_empty()
-            && self.dma_wait.is_empty()
-            && self.tx.slots.iter().all(Option::is_none)
-            && self.tx.control.is_empty()
-            && self.status_jobs.is_empty()
+            && self.send.ctxs.is_empty()
+            && self.recv.front.cur.is_none()
+            && self.recv.front.queue.is_empty()
+            && self.outstanding.is_empty()
+            && self.send.tx.slots.iter().all(Option::is_none)
+            && self.send.tx.control.is_empty()
+            && self.completion.jobs.is_empty()
     }
 
     /// Handles a `pci-model` message: BAR accesses from the system bus, DMA completions.
@@ -298,7 +252,7 @@ impl Engine {
             PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, io, ram),
             PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, io),
             PciMsg::DmaDone(done) => {
-                let Some(purpose) = self.dma_wait.remove(&DmaTag(done.tag)) else {
+                let Some(purpose) = self.outstanding.take_dma(DmaTag(done.tag)) else {
                     tracing::warn!(target: "nic::tx", tag = done.tag, "completion of an unknown DMA job");
                     return;
                 };
@@ -328,7 +282,7 @@ impl Engine {
     pub fn handle_nic(&mut self, msg: NicMsg, io: &mut Io, ram: &mut BufferRam) {
         match msg {
             NicMsg::AttTranslated { req, result } => {
-                let Some(purpose) = self.att_wait.remove(&req) else {
+                let Some(purpose) = self.outstanding.take_att(req) else {
                     tracing::warn!(target: "nic::tx", ?req, "answer to an unknown translation");
                     return;
                 };

@@ -11,8 +11,8 @@
 
 use super::ids::RxId;
 use super::io::{span, Io};
-use super::pending::{pages_for, AttFor, DmaFor};
-use super::tx::DESC_HEAD;
+use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::unit::send::DESC_HEAD;
 use super::{Engine, EngineWake};
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
@@ -25,27 +25,33 @@ impl Engine {
     /// Whether message `id` is gone or failed meanwhile (e.g. the host disconnected its
     /// VI): then the frame waiting for it in the front end is dropped.
     pub(crate) fn rx_abandoned(&mut self, id: RxId, io: &mut Io) -> bool {
-        if self.rx_msgs.get(&id).is_some_and(|m| !m.failed) {
+        if self.recv.msgs.get(&id).is_some_and(|m| !m.failed) {
             return false;
         }
-        if self.rx.cur.as_ref().is_some_and(|w| w.target == Some(id)) {
+        if self
+            .recv
+            .front
+            .cur
+            .as_ref()
+            .is_some_and(|w| w.target == Some(id))
+        {
             self.rx_release(io);
         }
         true
     }
 
     fn recv_span(&mut self, stage: &'static str, io: &mut Io) {
-        if let Some(w) = self.rx.cur.as_mut() {
+        if let Some(w) = self.recv.front.cur.as_mut() {
             span(io, w.frame.msg, stage, &mut w.mark);
         }
     }
 
     /// The receive descriptor of the frame in the front end failed.
     fn recv_desc_failed(&mut self, local: Option<Status>, io: &mut Io, ram: &mut BufferRam) {
-        let Some(h) = self.rx.cur.as_ref().and_then(|w| w.hdr) else {
+        let Some(h) = self.recv.front.cur.as_ref().and_then(|w| w.hdr) else {
             return;
         };
-        if let Some(v) = self.vi_mut(h.dst_vi) {
+        if let Some(v) = self.vis.get_mut(h.dst_vi) {
             v.counters.rx_descriptor_errors += 1;
         }
         let last = h.flags.contains(WireFlags::LAST);
@@ -84,7 +90,7 @@ impl Engine {
                 return self.recv_desc_failed(None, io, ram);
             }
         };
-        let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
+        let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
             return;
         };
         let len = if rest {
@@ -95,7 +101,10 @@ impl Engine {
             DESC_HEAD
         };
         match pages_for(&pieces, 0, len) {
-            Some(pages) => self.dma_read(io, DmaFor::RecvDesc { rx: id, rest }, pages, len),
+            Some(pages) => {
+                self.outstanding
+                    .dma_read(io, DmaFor::RecvDesc { rx: id, rest }, pages, len)
+            }
             None => self.recv_desc_failed(None, io, ram),
         }
     }
@@ -117,26 +126,26 @@ impl Engine {
             self.stats.dma_failures += 1;
             if !rest {
                 self.stats.descriptors_unreachable += 1;
-                if let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) {
+                if let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) {
                     d.pieces.clear();
                 }
             }
             let local = rest.then_some(Status::PROTECTION_ERROR);
             return self.recv_desc_failed(local, io, ram);
         }
-        let (msg, n) = match self.rx_msgs.get(&id) {
+        let (msg, n) = match self.recv.msgs.get(&id) {
             Some(m) => (m.msg, m.vi),
             None => return,
         };
-        let ptag = self.vi_ptag(n);
-        let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
+        let ptag = self.vis.ptag(n);
+        let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
             return;
         };
         d.bytes.extend_from_slice(&done.data);
         let need = descriptor_len(ControlSegment::new_unchecked(&d.bytes[..]).seg_count()) as u64;
         if !rest && need > DESC_HEAD {
             let (handle, va) = (d.handle, d.va.saturating_add(DESC_HEAD));
-            self.translate(
+            self.outstanding.translate(
                 io,
                 AttFor::RecvDesc { rx: id, rest: true },
                 msg,
@@ -162,7 +171,7 @@ impl Engine {
             return;
         }
         self.recv_span("recv descriptor decode", io);
-        let Some(m) = self.rx_msgs.get_mut(&id) else {
+        let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
         let (n, msg, op, len) = (m.vi, m.msg, m.op, m.len);
@@ -188,7 +197,7 @@ impl Engine {
             return self.rx_continue(io, ram);
         }
         if room < u64::from(len) {
-            if let Some(v) = self.vi_mut(n) {
+            if let Some(v) = self.vis.get_mut(n) {
                 v.counters.rx_length_errors += 1;
             }
             return self.recv_desc_failed(Some(Status::LENGTH_ERROR), io, ram);
@@ -197,9 +206,9 @@ impl Engine {
         if segs.is_empty() {
             return self.recv_buffers_ready(id, io, ram);
         }
-        let ptag = self.vi_ptag(n);
+        let ptag = self.vis.ptag(n);
         for (i, va, handle, l) in segs {
-            self.translate(
+            self.outstanding.translate(
                 io,
                 AttFor::RecvBuf { rx: id, seg: i },
                 msg,
@@ -224,7 +233,7 @@ impl Engine {
         if self.rx_abandoned(id, io) {
             return;
         }
-        let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
+        let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
             return;
         };
         match result {
@@ -243,7 +252,7 @@ impl Engine {
 
     fn recv_buffers_ready(&mut self, id: RxId, io: &mut Io, ram: &mut BufferRam) {
         self.recv_span("recv buffer translate", io);
-        let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
+        let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
             return;
         };
         if d.status.is_error() {

@@ -10,6 +10,7 @@
 //! refuse a decoded write).
 
 use super::io::{Action, Io};
+use super::unit::regs::merge;
 use super::Engine;
 use crate::att::RegionRequest;
 use crate::msg::ReqId;
@@ -18,62 +19,6 @@ use pci_model::PciMsg;
 use sim_kernel::Cycles;
 use via_abi::bar::{self, AttCmd, CmdResult, ViCmd};
 use via_abi::{MemAttributes, MemHandle, ProtectionTag};
-
-/// The register file (everything but the doorbell windows).
-#[derive(Clone, Debug)]
-pub(crate) struct Regs {
-    pub att_va: u64,
-    pub att_len: u32,
-    pub att_attr: u32,
-    pub att_pages: Vec<u64>,
-    pub att_pages_overflow: bool,
-    pub att_handle: u32,
-    pub att_result: CmdResult,
-    /// The ATT command waiting for the manager's answer.
-    pub att_req: Option<ReqId>,
-    pub vi_sel: u32,
-    pub vi_ptag: u32,
-    pub vi_attr: u32,
-    pub vi_peer_mac_lo: u32,
-    pub vi_peer_mac_hi: u32,
-    pub vi_disc: u32,
-    pub vi_result: CmdResult,
-    /// Sequence number of the last VI command (asynchronous results check it).
-    pub vi_cmd_seq: u64,
-}
-
-impl Default for Regs {
-    fn default() -> Self {
-        Self {
-            att_va: 0,
-            att_len: 0,
-            att_attr: 0,
-            att_pages: Vec::new(),
-            att_pages_overflow: false,
-            att_handle: 0,
-            att_result: CmdResult::Ok,
-            att_req: None,
-            vi_sel: 0,
-            vi_ptag: 0,
-            vi_attr: 0,
-            vi_peer_mac_lo: 0,
-            vi_peer_mac_hi: 0,
-            vi_disc: 0,
-            vi_result: CmdResult::Ok,
-            vi_cmd_seq: 0,
-        }
-    }
-}
-
-fn merge(old: u32, bytes: [Option<u8>; 4]) -> u32 {
-    let mut b = old.to_le_bytes();
-    for (dst, src) in b.iter_mut().zip(bytes) {
-        if let Some(v) = src {
-            *dst = v;
-        }
-    }
-    u32::from_le_bytes(b)
-}
 
 impl Engine {
     /// A write transaction to BAR0 has ended: apply it dword by dword.
@@ -172,9 +117,9 @@ impl Engine {
             bar::MAC_HI => u32::from_le_bytes([mac[4], mac[5], 0, 0]),
             bar::ATT_HANDLE => r.att_handle,
             bar::ATT_RESULT => r.att_result.raw(),
-            bar::VI_STATE => self.vi_state_code(r.vi_sel).raw(),
+            bar::VI_STATE => self.vis.state_code(r.vi_sel).raw(),
             bar::VI_RESULT => r.vi_result.raw(),
-            bar::VI_PEER_VI => self.vi_peer_code(r.vi_sel),
+            bar::VI_PEER_VI => self.vis.peer_code(r.vi_sel),
             _ => 0,
         }
     }
@@ -211,8 +156,7 @@ impl Engine {
         let r = &mut self.regs;
         let pages = std::mem::take(&mut r.att_pages);
         let overflow = std::mem::replace(&mut r.att_pages_overflow, false);
-        self.next_req += 1;
-        let req = ReqId(self.next_req);
+        let req = self.outstanding.new_req();
         match cmd {
             AttCmd::Register => {
                 if overflow {

@@ -7,13 +7,12 @@
 //! Acks and Naks are control frames (`frame`): `seq` names the fragment, `immediate`
 //! carries the error bits (0 for an Ack).
 
-use super::complete::{JobKind, StatusJob};
 use super::frame::control;
 use super::ids::RxId;
 use super::io::Io;
-use super::tx::STATUS_OFFSET;
-use super::txdata::ControlFrame;
-use super::vi::ViState;
+use super::unit::completion::{JobKind, StatusJob};
+use super::unit::send::{ControlFrame, STATUS_OFFSET};
+use super::unit::vi::ViState;
 use super::Engine;
 use gige_mac::BufferRam;
 use sim_kernel::MsgId;
@@ -34,17 +33,17 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let Some(vi) = self.vi_mut(n) else {
+        let Some(vi) = self.vis.get_mut(n) else {
             return;
         };
         vi.counters.last_rx_error = nak | local.unwrap_or(Status::empty());
         let (reliable, cur) = (vi.reliable(), vi.rx_cur);
         let msg = cur
-            .and_then(|id| self.rx_msgs.get(&id))
+            .and_then(|id| self.recv.msgs.get(&id))
             .map_or(MsgId(0), |m| m.msg);
         if let Some(id) = cur {
             if last {
-                if let Some(v) = self.vi_mut(n) {
+                if let Some(v) = self.vis.get_mut(n) {
                     v.rx_cur = None;
                 }
             }
@@ -58,7 +57,7 @@ impl Engine {
 
     /// Message `id` failed: its receive descriptor (if fetched) completes with `local`.
     pub(crate) fn fail_message(&mut self, id: RxId, local: Status, io: &mut Io) {
-        let Some(m) = self.rx_msgs.get_mut(&id) else {
+        let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
         if m.failed {
@@ -98,7 +97,7 @@ impl Engine {
     /// Abandons the message VI `n` is receiving (a new message started, or the VI left
     /// `connected`).
     pub(crate) fn abandon_rx(&mut self, n: u16, status: Status, io: &mut Io) {
-        let Some(id) = self.vi_mut(n).and_then(|v| v.rx_cur.take()) else {
+        let Some(id) = self.vis.get_mut(n).and_then(|v| v.rx_cur.take()) else {
             return;
         };
         self.fail_message(id, status, io);
@@ -106,7 +105,7 @@ impl Engine {
 
     /// Queues an Ack (`status` empty) or Nak for fragment `seq` to VI `n`'s peer.
     pub(crate) fn send_ack(&mut self, n: u16, seq: u32, status: Status, msg: MsgId, io: &mut Io) {
-        let Some(v) = self.vi_mut(n) else {
+        let Some(v) = self.vis.get_mut(n) else {
             return;
         };
         if status.is_error() {
@@ -118,7 +117,7 @@ impl Engine {
         hdr.seq = seq;
         hdr.immediate = status.errors().bits();
         let dst = v.peer_mac;
-        self.tx.control.push_back(ControlFrame {
+        self.send.tx.control.push_back(ControlFrame {
             dst,
             hdr,
             payload: Vec::new(),

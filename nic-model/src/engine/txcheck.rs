@@ -6,8 +6,8 @@
 
 use super::ids::SendId;
 use super::io::{span, Io};
-use super::pending::AttFor;
-use super::tx::SendPhase;
+use super::unit::outstanding::AttFor;
+use super::unit::send::SendPhase;
 use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
@@ -17,11 +17,11 @@ use via_abi::{DescriptorRepr, MemHandle, Op, Status, WorkQueue};
 impl Engine {
     /// The decode time of a send descriptor is over: check it and translate its buffers.
     pub(crate) fn send_decoded(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
-        let ptag = match self.sends.get(&id) {
-            Some(s) => self.vi_ptag(s.vi),
+        let ptag = match self.send.ctxs.get(&id) {
+            Some(s) => self.vis.ptag(s.vi),
             None => return,
         };
-        let Some(s) = self.sends.get_mut(&id) else {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
         span(io, s.msg, "descriptor decode", &mut s.mark);
@@ -66,7 +66,7 @@ impl Engine {
             return;
         }
         for (i, va, handle, len) in segs {
-            self.translate(
+            self.outstanding.translate(
                 io,
                 AttFor::SendBuf { send: id, seg: i },
                 msg,
@@ -88,7 +88,7 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let Some(s) = self.sends.get_mut(&id) else {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
         match result {
@@ -106,7 +106,7 @@ impl Engine {
     }
 
     fn send_buffers_translated(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
-        let Some(s) = self.sends.get_mut(&id) else {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
         span(io, s.msg, "buffer translate", &mut s.mark);
@@ -117,11 +117,5 @@ impl Engine {
         s.phase.set(SendPhase::Data, io);
         s.frag_mark = s.mark;
         self.tx_pump(io, ram);
-    }
-
-    /// The protection tag of VI `n` (tag 0, which matches nothing, if it is gone).
-    pub(crate) fn vi_ptag(&self, n: u16) -> via_abi::ProtectionTag {
-        self.vi_ref(n)
-            .map_or(via_abi::ProtectionTag::NONE, |v| v.ptag)
     }
 }

@@ -1,14 +1,16 @@
-//! Requests the engine has outstanding at the ATT manager and the DMA master, what each
-//! answer is for ([`AttFor`], [`DmaFor`]), the helpers that issue them, and the span and
-//! page-list helpers every path uses.
+//! Unit **outstanding requests**: the translations the engine has asked the ATT manager
+//! for and the DMA jobs it has given the DMA master, and what each answer is for
+//! ([`AttFor`], [`DmaFor`]). It hands out the request ids and tags, writes the
+//! `Translate` / `Dma` actions, and gives the purpose back when the answer arrives. Also
+//! the page-list helper every path uses to address part of a translated range.
 
-use super::ids::{JobId, RxId, SendId};
-use super::io::{Action, Io};
-use super::Engine;
 use crate::att::{AccessKind, Piece};
+use crate::engine::ids::{DmaTag, JobId, RxId, SendId};
+use crate::engine::io::{Action, Io};
 use crate::msg::ReqId;
 use pci_model::DmaDirection;
 use sim_kernel::MsgId;
+use std::collections::BTreeMap;
 use via_abi::{MemHandle, ProtectionTag};
 
 /// What an outstanding translation is for.
@@ -44,7 +46,38 @@ pub(crate) enum DmaFor {
     Status { job: JobId },
 }
 
-impl Engine {
+/// The outstanding requests (see the module doc).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Outstanding {
+    next_req: u64,
+    next_dma: DmaTag,
+    att_wait: BTreeMap<ReqId, AttFor>,
+    dma_wait: BTreeMap<DmaTag, DmaFor>,
+}
+
+impl Outstanding {
+    /// A fresh request id for the ATT manager (translations and the registration
+    /// mailbox share one counter).
+    pub(crate) fn new_req(&mut self) -> ReqId {
+        self.next_req += 1;
+        ReqId(self.next_req)
+    }
+
+    /// What translation `req` was for, taking it out (`None`: no such request).
+    pub(crate) fn take_att(&mut self, req: ReqId) -> Option<AttFor> {
+        self.att_wait.remove(&req)
+    }
+
+    /// What DMA job `tag` was for, taking it out (`None`: no such job).
+    pub(crate) fn take_dma(&mut self, tag: DmaTag) -> Option<DmaFor> {
+        self.dma_wait.remove(&tag)
+    }
+
+    /// Whether nothing is outstanding.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.att_wait.is_empty() && self.dma_wait.is_empty()
+    }
+
     /// Asks the ATT manager to translate; the answer comes back as `AttTranslated`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn translate(
@@ -58,8 +91,7 @@ impl Engine {
         access: AccessKind,
         ptag: ProtectionTag,
     ) {
-        self.next_req += 1;
-        let req = ReqId(self.next_req);
+        let req = self.new_req();
         self.att_wait.insert(req, purpose);
         io.push(Action::Translate {
             req,
@@ -97,13 +129,6 @@ impl Engine {
             direction,
             pages,
         });
-    }
-
-    /// A fresh trace id.
-    pub(crate) fn new_msg(&mut self) -> MsgId {
-        let id = MsgId(self.params.msg_id_base.saturating_add(self.next_msg));
-        self.next_msg += 1;
-        id
     }
 }
 
