@@ -23,7 +23,10 @@
 //!
 //! **Component.** One component in the FPGA core clock domain (`card.core`), with three
 //! handlers, [`Engine::on_pci`], [`Engine::on_nic`] and [`Engine::on_mac`], generic over
-//! the system message type ([`EngineMsg`]), each given the card's buffer RAM
+//! the system message type ([`EngineMsg`]). Each builds an [`Io`] outbox, runs the
+//! sans-IO core ([`Engine::handle_pci`] / [`Engine::handle_nic`] /
+//! [`Engine::handle_mac`], which never touch the kernel) and applies the [`Action`]s it
+//! wrote, in order. Every handler is given the card's buffer RAM
 //! ([`gige_mac::BufferRam`], shared with the GEC). Its own wake-ups are
 //! [`NicMsg::Engine`] variants ([`EngineWake`]). Ports ([`EnginePorts`]): system bus,
 //! DMA master, ATT manager, GEC. Parameters: [`EngineParams`] (each processing time an
@@ -38,21 +41,26 @@
 //! `rx.mover`, `vi` (one per VI). `tracing` targets: `nic::doorbell`, `nic::vi`,
 //! `nic::tx`, `nic::rx`.
 //!
-//! Files:
+//! Files. Leaves (no engine imports but each other): `ids` (typed ids), `io` (the
+//! [`Action`] vocabulary, the [`Io`] outbox, [`EngineWake`]), `params`, `stats`, `fifo`
+//! (word movers, FIFO space), `frame` (frame formats). Units (`unit/`, own the state,
+//! import leaves only):
 //!
-//! | file | owns |
+//! | unit | owns |
 //! |---|---|
-//! | `params`, `stats` | [`EngineParams`], [`EnginePorts`]; [`EngineStats`], [`ViInfo`] |
-//! | `regs` | BAR0 registers, the ATT registration mailbox |
-//! | `doorbell` | doorbell windows, the doorbell FIFO and its back-pressure, dispatch |
-//! | `vi`, `connect` | the VI table; VI commands and connection frames |
-//! | `tx`, `txcheck` | send front end: descriptor fetch; decode, buffer translation |
-//! | `txdata`, `txmove` | TX slots and fragments; payload DMA, TX mover, handoff, TX done |
-//! | `complete` | send completion (TxDone / Ack / Nak), status writes, flushes |
-//! | `rx`, `rxdata` | receive front end, header check; reassembly, placement plan |
-//! | `recvdesc` | receive descriptors |
-//! | `rxdrain`, `rxerror` | RX buffer -> host memory, message completion; receive errors, Ack/Nak |
-//! | `fifo`, `frame`, `pending` | word movers and FIFO space; frame formats; ATT/DMA bookkeeping |
+//! | `unit::outstanding` | translations and DMA jobs in flight and what each is for |
+//! | `unit::regs` | BAR0 registers, the ATT registration mailbox |
+//! | `unit::doorbell` | doorbell staging, the doorbell FIFO, the dispatcher state |
+//! | `unit::vi` | the VI table, kept connect requests |
+//! | `unit::send` | send contexts, TX slots, Send FIFO, TX mover, control frames |
+//! | `unit::recv` | RX front end, Recv FIFO, RX mover, messages being received |
+//! | `unit::completion` | status write-backs in flight |
+//!
+//! Steps of the dispatcher (`impl Engine`; import units and leaves, never each other):
+//! `regs`, `doorbell`, `connect` (VI commands, connection frames, VI state changes),
+//! `tx`, `txcheck`, `txdata`, `txmove` (send), `complete` (completion order, status
+//! writes, flushes), `rx`, `rxdata`, `recvdesc`, `rxdrain`, `rxerror` (receive).
+//! Unit tests of the paths through the sans-IO interface: `tests`.
 
 // Leaves: no engine imports but each other.
 mod fifo;
