@@ -43,23 +43,37 @@ impl<S: StateName> Fsm<S> {
         self.machine
     }
 
-    /// Moves to `to`, recording the transition (a no-op transition is not recorded).
-    pub fn set<M>(&mut self, to: S, ctx: &mut Ctx<'_, M>) {
+    /// Moves to `to`, recording the transition in `sink` (a no-op transition is not
+    /// recorded). The sink is the kernel's [`Ctx`] for a component that runs on it, or
+    /// the outbox of a sans-IO unit that hands its effects back as values.
+    pub fn set<T: TransitionSink + ?Sized>(&mut self, to: S, sink: &mut T) {
         if to == self.state {
             return;
         }
         let from = self.state;
         self.state = to;
         tracing::trace!(target: "kernel::fsm", machine = self.machine, from = from.name(), to = to.name());
-        if ctx.tracing() {
+        sink.record_transition(self.machine, from.name(), to.name());
+    }
+}
+
+/// Where [`Fsm::set`] records a transition.
+pub trait TransitionSink {
+    /// State machine `machine` of the running component went from `from` to `to` now.
+    fn record_transition(&mut self, machine: &'static str, from: &'static str, to: &'static str);
+}
+
+impl<M> TransitionSink for Ctx<'_, M> {
+    fn record_transition(&mut self, machine: &'static str, from: &'static str, to: &'static str) {
+        if self.tracing() {
             let t = Transition {
-                time: ctx.now(),
-                component: ctx.me(),
-                machine: self.machine,
-                from: from.name(),
-                to: to.name(),
+                time: self.now(),
+                component: self.me(),
+                machine,
+                from,
+                to,
             };
-            ctx.trace().transition(t);
+            self.trace().transition(t);
         }
     }
 }

@@ -23,7 +23,7 @@ pub mod time;
 pub mod trace;
 
 pub use clock::{ClockDomain, ClockError};
-pub use fsm::{Fsm, StateName};
+pub use fsm::{Fsm, StateName, TransitionSink};
 pub use kernel::{
     Component, ComponentId, Ctx, DomainId, Kernel, Registry, RunLimit, RunOutcome, RunStats, World,
 };

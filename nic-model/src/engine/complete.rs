@@ -19,59 +19,24 @@
 //! when the descriptor was fetched; a descriptor flushed without being fetched has its
 //! status word translated first. Span `status write`.
 
-use super::pending::{pages_for, span, span_to, AttFor, DmaFor};
-use super::tx::{SendPhase, STATUS_OFFSET};
-use super::vi::ViState;
-use super::{Engine, EngineMsg};
+use super::ids::{JobId, SendId};
+use super::io::{span, span_to, Io};
+use super::unit::completion::{completed_op, JobKind, StatusJob};
+use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::unit::send::{SendPhase, STATUS_OFFSET};
+use super::unit::vi::ViState;
+use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
 use pci_model::{DmaDone, DmaStatus};
-use sim_kernel::{Ctx, MsgId, Time};
-use via_abi::{CompletedOp, MemHandle, Op, Status};
-
-/// What a status write completes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum JobKind {
-    /// Send context `ctx`.
-    Send { ctx: u64 },
-    /// Received message `id`.
-    Recv { id: u64 },
-    /// A flushed receive descriptor.
-    Flush,
-}
-
-/// A status write in flight.
-#[derive(Clone, Debug)]
-pub(crate) struct StatusJob {
-    pub msg: MsgId,
-    pub vi: u16,
-    pub kind: JobKind,
-    pub mark: Time,
-    /// VA and handle of the first status byte (flushes translate it first).
-    pub va: u64,
-    pub handle: MemHandle,
-    pub bytes: Vec<u8>,
-}
-
-/// The completed-operation code of a send descriptor's operation.
-pub(crate) fn completed_op(op: Op) -> CompletedOp {
-    match op {
-        Op::RdmaWrite => CompletedOp::RdmaWrite,
-        Op::RdmaRead => CompletedOp::RdmaRead,
-        Op::SendRecv | Op::Reserved => CompletedOp::Send,
-    }
-}
+use sim_kernel::Time;
+use via_abi::{CompletedOp, Status};
 
 impl Engine {
     /// Checks whether send context `id` has finished sending (and, reliable, has its
     /// acknowledgement); if so it becomes ready to complete.
-    pub(crate) fn send_progress<M: EngineMsg>(
-        &mut self,
-        id: u64,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        let Some(s) = self.sends.get_mut(&id) else {
+    pub(crate) fn send_progress(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
         let in_data = matches!(s.phase.state(), SendPhase::Data | SendPhase::Completing);
@@ -83,56 +48,46 @@ impl Engine {
             return;
         }
         if s.reliable && !s.aborted && !s.acked && !s.status.is_error() {
-            s.phase.set(SendPhase::Completing, ctx);
+            s.phase.set(SendPhase::Completing, io);
             return;
         }
-        self.send_ready(id, ctx, ram);
+        self.send_ready(id, io, ram);
     }
 
     /// Send context `id` may complete once the earlier ones of its VI have.
-    pub(crate) fn send_ready<M: EngineMsg>(
-        &mut self,
-        id: u64,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        let Some(s) = self.sends.get_mut(&id) else {
+    pub(crate) fn send_ready(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
         s.ready = true;
-        s.phase.set(SendPhase::Completing, ctx);
+        s.phase.set(SendPhase::Completing, io);
         let vi = s.vi;
-        if let Some(v) = self.vi_mut(vi) {
+        if let Some(v) = self.vis.get_mut(vi) {
             if v.tx_active == Some(id) {
                 v.tx_active = None;
             }
         }
-        self.complete_in_order(vi, ctx);
-        self.kick_doorbells(ctx, ram);
+        self.complete_in_order(vi, io);
+        self.kick_doorbells(io, ram);
     }
 
     /// Send context `id` cannot be completed: its descriptor is unreachable.
-    pub(crate) fn send_unreachable<M: EngineMsg>(
-        &mut self,
-        id: u64,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    pub(crate) fn send_unreachable(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
         self.stats.descriptors_unreachable += 1;
-        if let Some(s) = self.sends.get_mut(&id) {
+        if let Some(s) = self.send.ctxs.get_mut(&id) {
             s.unreachable = true;
         }
-        self.send_ready(id, ctx, ram);
+        self.send_ready(id, io, ram);
     }
 
     /// Writes the status of the ready sends at the head of VI `vi`'s order.
-    fn complete_in_order<M: EngineMsg>(&mut self, vi: u16, ctx: &mut Ctx<'_, M>) {
+    fn complete_in_order(&mut self, vi: u16, io: &mut Io) {
         loop {
-            let Some(&id) = self.vi_ref(vi).and_then(|v| v.send_order.front()) else {
+            let Some(&id) = self.vis.get(vi).and_then(|v| v.send_order.front()) else {
                 return;
             };
-            let Some(s) = self.sends.get_mut(&id) else {
-                if let Some(v) = self.vi_mut(vi) {
+            let Some(s) = self.send.ctxs.get_mut(&id) else {
+                if let Some(v) = self.vis.get_mut(vi) {
                     v.send_order.pop_front();
                 }
                 continue;
@@ -140,61 +95,58 @@ impl Engine {
             if !s.ready {
                 return;
             }
-            if let Some(v) = self.vis.get_mut(usize::from(vi)).and_then(Option::as_mut) {
+            if let Some(v) = self.vis.get_mut(vi) {
                 v.send_order.pop_front();
             }
             if s.unreachable {
-                self.sends.remove(&id);
+                self.send.ctxs.remove(&id);
                 continue;
             }
-            span(ctx, s.msg, "completion order wait", &mut s.mark);
-            s.phase.set(SendPhase::StatusWrite, ctx);
+            span(io, s.msg, "completion order wait", &mut s.mark);
+            s.phase.set(SendPhase::StatusWrite, io);
             let status = (Status::DONE | s.status).with_completed_op(completed_op(s.op));
             let job = StatusJob {
                 msg: s.msg,
                 vi,
-                kind: JobKind::Send { ctx: id },
+                kind: JobKind::Send { send: id },
                 mark: s.mark,
                 va: s.desc_va.wrapping_add(STATUS_OFFSET),
                 handle: s.desc_handle,
                 bytes: status.bits().to_le_bytes().to_vec(),
             };
             let pieces = s.desc_pieces.clone();
-            self.write_status(job, &pieces, STATUS_OFFSET, ctx);
+            self.write_status(job, &pieces, STATUS_OFFSET, io);
         }
     }
 
     /// Issues the DMA write of `job` through `pieces`, the translation of the descriptor
     /// from its start (`offset`: of the first status byte in it).
-    pub(crate) fn write_status<M: EngineMsg>(
+    pub(crate) fn write_status(
         &mut self,
         job: StatusJob,
         pieces: &[Piece],
         offset: u64,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
     ) {
         let Some(pages) = pages_for(pieces, offset, job.bytes.len() as u64) else {
             self.stats.descriptors_unreachable += 1;
-            self.status_done(job, false, ctx);
+            self.status_done(job, false, io);
             return;
         };
-        self.next_id += 1;
-        let jid = self.next_id;
         let bytes = job.bytes.clone();
-        self.status_jobs.insert(jid, job);
-        self.dma_write(ctx, DmaFor::Status { job: jid }, pages, bytes);
+        let jid = self.completion.insert(job);
+        self.outstanding
+            .dma_write(io, DmaFor::Status { job: jid }, pages, bytes);
     }
 
     /// Completes a receive descriptor that was never fetched (flush): translate its
     /// status word, then write it.
-    pub(crate) fn flush_unfetched<M: EngineMsg>(&mut self, job: StatusJob, ctx: &mut Ctx<'_, M>) {
-        self.next_id += 1;
-        let jid = self.next_id;
+    pub(crate) fn flush_unfetched(&mut self, job: StatusJob, io: &mut Io) {
         let (msg, handle, va, len) = (job.msg, job.handle, job.va, job.bytes.len() as u64);
-        let ptag = self.vi_ptag(job.vi);
-        self.status_jobs.insert(jid, job);
-        self.translate(
-            ctx,
+        let ptag = self.vis.ptag(job.vi);
+        let jid = self.completion.insert(job);
+        self.outstanding.translate(
+            io,
             AttFor::StatusOnly { job: jid },
             msg,
             handle,
@@ -206,32 +158,27 @@ impl Engine {
     }
 
     /// The status word of a flushed descriptor was translated.
-    pub(crate) fn status_translated<M: EngineMsg>(
+    pub(crate) fn status_translated(
         &mut self,
-        jid: u64,
+        jid: JobId,
         result: Result<Vec<Piece>, TranslateError>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
     ) {
-        let Some(job) = self.status_jobs.remove(&jid) else {
+        let Some(job) = self.completion.jobs.remove(&jid) else {
             return;
         };
         match result {
-            Ok(pieces) => self.write_status(job, &pieces, 0, ctx),
+            Ok(pieces) => self.write_status(job, &pieces, 0, io),
             Err(_) => {
                 self.stats.descriptors_unreachable += 1;
-                self.status_done(job, false, ctx);
+                self.status_done(job, false, io);
             }
         }
     }
 
     /// A status DMA write ended.
-    pub(crate) fn status_written<M: EngineMsg>(
-        &mut self,
-        jid: u64,
-        done: &DmaDone,
-        ctx: &mut Ctx<'_, M>,
-    ) {
-        let Some(job) = self.status_jobs.remove(&jid) else {
+    pub(crate) fn status_written(&mut self, jid: JobId, done: &DmaDone, io: &mut Io) {
+        let Some(job) = self.completion.jobs.remove(&jid) else {
             return;
         };
         let ok = done.status == DmaStatus::Ok;
@@ -239,30 +186,25 @@ impl Engine {
             self.stats.dma_failures += 1;
             self.stats.descriptors_unreachable += 1;
         }
-        self.status_done(job, ok, ctx);
+        self.status_done(job, ok, io);
     }
 
-    fn status_done<M: EngineMsg>(
-        &mut self,
-        mut job: StatusJob,
-        written: bool,
-        ctx: &mut Ctx<'_, M>,
-    ) {
-        span(ctx, job.msg, "status write", &mut job.mark);
+    fn status_done(&mut self, mut job: StatusJob, written: bool, io: &mut Io) {
+        span(io, job.msg, "status write", &mut job.mark);
         if written {
             self.stats.status_writes += 1;
         }
         match job.kind {
-            JobKind::Send { ctx: id } => {
-                let Some(s) = self.sends.remove(&id) else {
+            JobKind::Send { send: id } => {
+                let Some(s) = self.send.ctxs.remove(&id) else {
                     return;
                 };
                 let err = s.status.errors();
                 if err.is_error() {
                     self.stats.send_errors += 1;
                 }
-                tracing::debug!(target: "nic::tx", id = s.id, status = ?s.status, "send complete");
-                if let Some(v) = self.vi_mut(job.vi) {
+                tracing::debug!(target: "nic::tx", id = %s.id, status = ?s.status, "send complete");
+                if let Some(v) = self.vis.get_mut(job.vi) {
                     v.counters.sends_completed += 1;
                     if err.is_error() {
                         v.counters.send_errors += 1;
@@ -270,14 +212,14 @@ impl Engine {
                     }
                 }
             }
-            JobKind::Recv { id } => {
-                self.rx_msgs.remove(&id);
-                if let Some(v) = self.vi_mut(job.vi) {
+            JobKind::Recv { rx: id } => {
+                self.recv.msgs.remove(&id);
+                if let Some(v) = self.vis.get_mut(job.vi) {
                     v.counters.recvs_completed += 1;
                 }
             }
             JobKind::Flush => {
-                if let Some(v) = self.vi_mut(job.vi) {
+                if let Some(v) = self.vis.get_mut(job.vi) {
                     v.counters.recvs_completed += 1;
                 }
             }
@@ -285,20 +227,20 @@ impl Engine {
     }
 
     /// An Ack (`status` empty) or Nak for fragment `seq` arrived on VI `vi`.
-    pub(crate) fn ack_received<M: EngineMsg>(
+    pub(crate) fn ack_received(
         &mut self,
         vi: u16,
         seq: u32,
         status: Status,
         arrived: Time,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let Some(v) = self.vi_ref(vi) else {
+        let Some(v) = self.vis.get(vi) else {
             return;
         };
         let found = v.send_order.iter().copied().find(|id| {
-            self.sends.get(id).is_some_and(|s| {
+            self.send.ctxs.get(id).is_some_and(|s| {
                 s.assigned > 0
                     && !s.ready
                     && seq >= s.first_seq
@@ -310,11 +252,11 @@ impl Engine {
             return;
         };
         let nak = status.errors().is_error();
-        if let Some(s) = self.sends.get_mut(&id) {
+        if let Some(s) = self.send.ctxs.get_mut(&id) {
             // The wait ends when the ack frame arrives; its header check follows under
             // the same trace id (recorded by the receive front end).
-            span_to(ctx, s.msg, "ack wait", &mut s.mark, arrived);
-            s.mark = s.mark.max(ctx.now());
+            span_to(io, s.msg, "ack wait", &mut s.mark, arrived);
+            s.mark = s.mark.max(io.now());
             if nak {
                 s.status |= status.errors();
                 s.aborted = true;
@@ -323,32 +265,28 @@ impl Engine {
             }
         }
         if nak {
-            if let Some(v) = self.vi_mut(vi) {
+            if let Some(v) = self.vis.get_mut(vi) {
                 v.counters.naks_received += 1;
             }
-            self.send_progress(id, ctx, ram);
-            self.set_vi_state(vi, ViState::Error, ctx, ram);
+            self.send_progress(id, io, ram);
+            self.set_vi_state(vi, ViState::Error, io, ram);
         } else {
-            self.send_progress(id, ctx, ram);
+            self.send_progress(id, io, ram);
         }
     }
 
     /// VI `n` left `connected` or broke: everything pending on it completes with
     /// `DESCRIPTOR_FLUSHED`.
-    pub(crate) fn flush_vi<M: EngineMsg>(
-        &mut self,
-        n: u16,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        self.flush_recvs(n, ctx);
-        self.abandon_rx(n, Status::FLUSHED, ctx);
-        let ids: Vec<u64> = self
-            .vi_ref(n)
+    pub(crate) fn flush_vi(&mut self, n: u16, io: &mut Io, ram: &mut BufferRam) {
+        self.flush_recvs(n, io);
+        self.abandon_rx(n, Status::FLUSHED, io);
+        let ids: Vec<SendId> = self
+            .vis
+            .get(n)
             .map(|v| v.send_order.iter().copied().collect())
             .unwrap_or_default();
         for id in ids {
-            let Some(s) = self.sends.get_mut(&id) else {
+            let Some(s) = self.send.ctxs.get_mut(&id) else {
                 continue;
             };
             if s.ready {
@@ -360,19 +298,21 @@ impl Engine {
             s.flush = true;
             s.aborted = s.aborted || s.desc.is_some();
         }
-        let ids: Vec<u64> = self
-            .vi_ref(n)
+        let ids: Vec<SendId> = self
+            .vis
+            .get(n)
             .map(|v| v.send_order.iter().copied().collect())
             .unwrap_or_default();
         for id in ids {
-            self.send_progress(id, ctx, ram);
+            self.send_progress(id, io, ram);
         }
     }
 
     /// Posted receive descriptors of VI `n` complete with `DESCRIPTOR_FLUSHED`.
-    pub(crate) fn flush_recvs<M: EngineMsg>(&mut self, n: u16, ctx: &mut Ctx<'_, M>) {
+    pub(crate) fn flush_recvs(&mut self, n: u16, io: &mut Io) {
         let posted: Vec<_> = self
-            .vi_mut(n)
+            .vis
+            .get_mut(n)
             .map(|v| v.recv_queue.drain(..).collect())
             .unwrap_or_default();
         for p in posted {
@@ -381,12 +321,12 @@ impl Engine {
                 msg: p.msg,
                 vi: n,
                 kind: JobKind::Flush,
-                mark: ctx.now(),
+                mark: io.now(),
                 va: p.va.wrapping_add(STATUS_OFFSET),
                 handle: p.handle,
                 bytes: status.bits().to_le_bytes().to_vec(),
             };
-            self.flush_unfetched(job, ctx);
+            self.flush_unfetched(job, io);
         }
     }
 }

@@ -18,63 +18,44 @@
 //! asynchronous command changes only while it is still the last command written.
 
 use super::frame::{connect_payload, control, parse_connect, reject};
-use super::txdata::ControlFrame;
-use super::vi::{Vi, ViState};
-use super::{Engine, EngineMsg};
+use super::io::Io;
+use super::unit::send::ControlFrame;
+use super::unit::vi::{PendingConnect, Vi, ViState};
+use super::Engine;
 use gige_mac::BufferRam;
-use sim_kernel::Ctx;
+use sim_kernel::StateName;
 use via_abi::bar::{CmdResult, Reliability, ViCmd, VI_ATTR_RDMA_WRITE};
 use via_abi::wire_header::{WireHeaderRepr, WireOp};
 use via_abi::{MacAddr, ProtectionTag};
 
-/// A connect request kept until a VI listens on its discriminator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PendingConnect {
-    pub mac: MacAddr,
-    pub vi: u16,
-    pub discriminator: u32,
-    pub reliability: u8,
-}
-
 impl Engine {
-    fn queue_control<M: EngineMsg>(
-        &mut self,
-        dst: MacAddr,
-        hdr: WireHeaderRepr,
-        payload: Vec<u8>,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    fn queue_control(&mut self, dst: MacAddr, hdr: WireHeaderRepr, payload: Vec<u8>, io: &mut Io) {
         let msg = self.new_msg();
-        self.tx.control.push_back(ControlFrame {
+        self.send.tx.control.push_back(ControlFrame {
             dst,
             hdr,
             payload,
             msg,
-            at: ctx.now(),
+            at: io.now(),
         });
     }
 
-    fn connect_frame<M: EngineMsg>(
+    fn connect_frame(
         &mut self,
         op: WireOp,
         dst: MacAddr,
         dst_vi: u16,
         src_vi: u16,
         (disc, byte): (u32, u8),
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
     ) {
         let payload = connect_payload(disc, byte);
         let hdr = control(op, dst_vi, src_vi, payload.len() as u16);
-        self.queue_control(dst, hdr, payload, ctx);
+        self.queue_control(dst, hdr, payload, io);
     }
 
     /// `VI_CMD` was written.
-    pub(crate) fn vi_command<M: EngineMsg>(
-        &mut self,
-        cmd: ViCmd,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    pub(crate) fn vi_command(&mut self, cmd: ViCmd, io: &mut Io, ram: &mut BufferRam) {
         self.regs.vi_cmd_seq += 1;
         let seq = self.regs.vi_cmd_seq;
         let sel = u16::try_from(self.regs.vi_sel)
@@ -87,7 +68,7 @@ impl Engine {
             };
             return;
         };
-        let state = self.vi_ref(n).map(Vi::state);
+        let state = self.vis.get(n).map(Vi::state);
         tracing::debug!(target: "nic::vi", vi = n, ?cmd, ?state, "VI command");
         let result = match (cmd, state) {
             (ViCmd::Create, Some(_)) => CmdResult::InvalidState,
@@ -100,23 +81,20 @@ impl Engine {
                     CmdResult::InvalidParameter
                 } else {
                     let rdma = self.regs.vi_attr & VI_ATTR_RDMA_WRITE != 0;
-                    if let Some(slot) = self.vis.get_mut(usize::from(n)) {
-                        *slot = Some(Vi::new(n, ptag, rel, rdma));
-                    }
+                    self.vis.put(n, Some(Vi::new(n, ptag, rel, rdma)));
                     CmdResult::Ok
                 }
             }
             (ViCmd::Destroy, Some(ViState::Idle | ViState::Error)) => {
                 let busy = self
-                    .vi_ref(n)
+                    .vis
+                    .get(n)
                     .is_some_and(|v| !v.send_order.is_empty() || v.rx_cur.is_some());
                 if busy {
                     CmdResult::InvalidState
                 } else {
-                    self.flush_recvs(n, ctx);
-                    if let Some(slot) = self.vis.get_mut(usize::from(n)) {
-                        *slot = None;
-                    }
+                    self.flush_recvs(n, io);
+                    self.vis.put(n, None);
                     CmdResult::Ok
                 }
             }
@@ -134,7 +112,7 @@ impl Engine {
                 let hi = self.regs.vi_peer_mac_hi.to_le_bytes();
                 let mac = MacAddr([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]);
                 let disc = self.regs.vi_disc;
-                let rel = match self.vi_mut(n) {
+                let rel = match self.vis.get_mut(n) {
                     Some(v) => {
                         v.peer_mac = mac;
                         v.discriminator = disc;
@@ -143,41 +121,42 @@ impl Engine {
                     }
                     None => 0,
                 };
-                self.set_vi_state(n, ViState::Requesting, ctx, ram);
-                self.connect_frame(WireOp::ConnectRequest, mac, 0, n, (disc, rel), ctx);
+                self.set_vi_state(n, ViState::Requesting, io, ram);
+                self.connect_frame(WireOp::ConnectRequest, mac, 0, n, (disc, rel), io);
                 CmdResult::Busy
             }
             (ViCmd::ConnectWait, Some(ViState::Idle)) => {
                 let disc = self.regs.vi_disc;
-                if let Some(v) = self.vi_mut(n) {
+                if let Some(v) = self.vis.get_mut(n) {
                     v.discriminator = disc;
                     v.connect_cmd = Some(seq);
                 }
-                self.set_vi_state(n, ViState::Listening, ctx, ram);
+                self.set_vi_state(n, ViState::Listening, io, ram);
                 self.regs.vi_result = CmdResult::Busy;
                 let kept = self
-                    .pending_connects
+                    .vis
+                    .pending
                     .iter()
                     .position(|p| p.discriminator == disc);
-                if let Some(p) = kept.and_then(|i| self.pending_connects.remove(i)) {
-                    self.offer(n, p, ctx, ram);
+                if let Some(p) = kept.and_then(|i| self.vis.pending.remove(i)) {
+                    self.offer(n, p, io, ram);
                 }
                 return;
             }
             (ViCmd::ConnectRequest | ViCmd::ConnectWait, Some(_)) => CmdResult::InvalidState,
             (ViCmd::ConnectReject, Some(ViState::Listening)) => {
-                self.set_vi_state(n, ViState::Idle, ctx, ram);
+                self.set_vi_state(n, ViState::Idle, io, ram);
                 CmdResult::Ok
             }
             (ViCmd::ConnectReject, Some(_)) => CmdResult::InvalidState,
             (ViCmd::Disconnect, Some(st)) => {
                 if st == ViState::Connected {
-                    if let Some((mac, peer)) = self.vi_ref(n).map(|v| (v.peer_mac, v.peer_vi)) {
+                    if let Some((mac, peer)) = self.vis.get(n).map(|v| (v.peer_mac, v.peer_vi)) {
                         let hdr = control(WireOp::Disconnect, peer, n, 0);
-                        self.queue_control(mac, hdr, Vec::new(), ctx);
+                        self.queue_control(mac, hdr, Vec::new(), io);
                     }
                 }
-                self.set_vi_state(n, ViState::Idle, ctx, ram);
+                self.set_vi_state(n, ViState::Idle, io, ram);
                 CmdResult::Ok
             }
             (ViCmd::Unknown(_), _) => CmdResult::BadCommand,
@@ -187,7 +166,7 @@ impl Engine {
 
     /// Sets `VI_RESULT` for an asynchronous command of VI `n` that has ended.
     fn connect_result(&mut self, n: u16, result: CmdResult) {
-        let cmd = self.vi_mut(n).and_then(|v| v.connect_cmd.take());
+        let cmd = self.vis.get_mut(n).and_then(|v| v.connect_cmd.take());
         if cmd == Some(self.regs.vi_cmd_seq) {
             self.regs.vi_result = result;
         }
@@ -195,14 +174,8 @@ impl Engine {
 
     /// Offers request `p` to listening VI `n`: accept, or reject on a reliability
     /// mismatch (the VI keeps listening).
-    fn offer<M: EngineMsg>(
-        &mut self,
-        n: u16,
-        p: PendingConnect,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        let Some(v) = self.vi_mut(n) else {
+    fn offer(&mut self, n: u16, p: PendingConnect, io: &mut Io, ram: &mut BufferRam) {
+        let Some(v) = self.vis.get_mut(n) else {
             return;
         };
         let rel = v.reliability.raw();
@@ -214,24 +187,24 @@ impl Engine {
                 p.vi,
                 n,
                 (disc, reject::RELIABILITY),
-                ctx,
+                io,
             );
             return;
         }
         v.peer_mac = p.mac;
         v.peer_vi = p.vi;
-        self.set_vi_state(n, ViState::Connected, ctx, ram);
+        self.set_vi_state(n, ViState::Connected, io, ram);
         self.connect_result(n, CmdResult::Ok);
-        self.connect_frame(WireOp::ConnectAccept, p.mac, p.vi, n, (disc, rel), ctx);
+        self.connect_frame(WireOp::ConnectAccept, p.mac, p.vi, n, (disc, rel), io);
     }
 
     /// A connection-management frame arrived from `src`.
-    pub(crate) fn control_received<M: EngineMsg>(
+    pub(crate) fn control_received(
         &mut self,
         h: WireHeaderRepr,
         src: MacAddr,
         payload: &[u8],
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         let (disc, byte) = parse_connect(payload).unwrap_or((0, 0));
@@ -246,14 +219,13 @@ impl Engine {
                 let listener = self
                     .vis
                     .iter()
-                    .flatten()
                     .find(|v| v.state() == ViState::Listening && v.discriminator == disc);
                 if let Some(n) = listener.map(|v| v.num) {
-                    self.offer(n, p, ctx, ram);
-                } else if self.pending_connects.contains(&p) {
+                    self.offer(n, p, io, ram);
+                } else if self.vis.pending.contains(&p) {
                     // A repeat of a request already kept.
-                } else if self.pending_connects.len() < self.params.max_pending_connects {
-                    self.pending_connects.push_back(p);
+                } else if self.vis.pending.len() < self.params.max_pending_connects {
+                    self.vis.pending.push_back(p);
                 } else {
                     self.connect_frame(
                         WireOp::ConnectReject,
@@ -261,38 +233,65 @@ impl Engine {
                         h.src_vi,
                         0,
                         (disc, reject::NO_ROOM),
-                        ctx,
+                        io,
                     );
                 }
             }
             WireOp::ConnectAccept | WireOp::ConnectReject => {
                 let n = h.dst_vi;
                 let ok = self
-                    .vi_ref(n)
+                    .vis
+                    .get(n)
                     .is_some_and(|v| v.state() == ViState::Requesting && v.peer_mac == src);
                 if !ok {
                     self.stats.rx_not_connected += 1;
                     return;
                 }
                 if h.op == WireOp::ConnectAccept {
-                    if let Some(v) = self.vi_mut(n) {
+                    if let Some(v) = self.vis.get_mut(n) {
                         v.peer_vi = h.src_vi;
                     }
-                    self.set_vi_state(n, ViState::Connected, ctx, ram);
+                    self.set_vi_state(n, ViState::Connected, io, ram);
                     self.connect_result(n, CmdResult::Ok);
                 } else {
-                    self.set_vi_state(n, ViState::Idle, ctx, ram);
+                    self.set_vi_state(n, ViState::Idle, io, ram);
                     self.connect_result(n, CmdResult::Rejected);
                 }
             }
             WireOp::Disconnect => {
-                if self.is_peer(h.dst_vi, src, h.src_vi) {
-                    self.set_vi_state(h.dst_vi, ViState::Error, ctx, ram);
+                if self.vis.is_peer(h.dst_vi, src, h.src_vi) {
+                    self.set_vi_state(h.dst_vi, ViState::Error, io, ram);
                 } else {
                     self.stats.rx_not_connected += 1;
                 }
             }
             WireOp::Send | WireOp::RdmaWrite | WireOp::Ack | WireOp::Unknown(_) => {}
+        }
+    }
+
+    /// Moves VI `n` to `to`; leaving `connected` (or entering `error`) flushes it.
+    pub(crate) fn set_vi_state(
+        &mut self,
+        n: u16,
+        to: ViState,
+        io: &mut Io,
+        ram: &mut gige_mac::BufferRam,
+    ) {
+        let Some(vi) = self.vis.get_mut(n) else {
+            return;
+        };
+        let from = vi.state();
+        vi.fsm.set(to, io);
+        tracing::debug!(target: "nic::vi", vi = n, from = from.name(), to = to.name(), "VI state");
+        let broken = from == ViState::Connected && to != ViState::Connected;
+        if broken || to == ViState::Error {
+            self.flush_vi(n, io, ram);
+        }
+        if to == ViState::Connected {
+            if let Some(vi) = self.vis.get_mut(n) {
+                vi.tx_seq = 0;
+                vi.rx_seq = 0;
+            }
         }
     }
 }

@@ -18,79 +18,26 @@
 //! one VI and queue therefore keep their order. Span `doorbell`: from the ring to the
 //! dispatch.
 
-use super::pending::span;
-use super::vi::{PostedRecv, ViState};
-use super::{Engine, EngineMsg, EngineWake};
-use crate::msg::NicMsg;
+use super::io::{span, Io};
+use super::unit::doorbell::{DoorbellState, Entry};
+use super::unit::vi::{PostedRecv, ViState};
+use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
 use pci_model::PciMsg;
-use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
-use std::collections::{BTreeMap, VecDeque};
+use sim_kernel::Cycles;
 use via_abi::bar;
 use via_abi::doorbell::{Doorbell, DoorbellRepr, DOORBELL_LEN};
 use via_abi::Queue;
 
-/// States of the doorbell dispatcher.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DoorbellState {
-    /// Nothing to dispatch.
-    Idle,
-    /// Decoding the next doorbell.
-    Decoding,
-    /// Doorbells wait, none can go yet.
-    Blocked,
-}
-
-impl StateName for DoorbellState {
-    fn name(self) -> &'static str {
-        match self {
-            DoorbellState::Idle => "idle",
-            DoorbellState::Decoding => "decoding",
-            DoorbellState::Blocked => "blocked",
-        }
-    }
-}
-
-/// A rung doorbell.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Entry {
-    /// The VI of the window it was written to.
-    pub vi: u16,
-    pub rec: DoorbellRepr,
-    pub msg: MsgId,
-    pub at: Time,
-}
-
-/// The doorbell unit's state.
-#[derive(Clone, Debug)]
-pub(crate) struct DoorbellUnit {
-    /// Partly written records, by VI.
-    stage: BTreeMap<u16, [u8; DOORBELL_LEN]>,
-    pub fifo: VecDeque<Entry>,
-    pub retry_on: bool,
-    pub fsm: Fsm<DoorbellState>,
-}
-
-impl Default for DoorbellUnit {
-    fn default() -> Self {
-        Self {
-            stage: BTreeMap::new(),
-            fifo: VecDeque::new(),
-            retry_on: false,
-            fsm: Fsm::new("doorbell", DoorbellState::Idle),
-        }
-    }
-}
-
 impl Engine {
     /// A dword of VI `vi`'s doorbell window was written (`within`: its offset in the
     /// 16-byte record).
-    pub(crate) fn doorbell_write<M: EngineMsg>(
+    pub(crate) fn doorbell_write(
         &mut self,
         vi: u16,
         within: u64,
         bytes: [Option<u8>; 4],
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         let rec = self.doorbells.stage.entry(vi).or_insert([0; DOORBELL_LEN]);
@@ -120,16 +67,16 @@ impl Engine {
             vi,
             rec: repr,
             msg,
-            at: ctx.now(),
+            at: io.now(),
         });
         self.stats.doorbell_fifo_max = self.stats.doorbell_fifo_max.max(fifo.len());
         tracing::debug!(target: "nic::doorbell", vi, queue = ?repr.queue, va = repr.desc_va, "doorbell");
-        self.backpressure(ctx);
-        self.kick_doorbells(ctx, ram);
+        self.backpressure(io);
+        self.kick_doorbells(io, ram);
     }
 
     /// Turns write Retry on the doorbell windows on or off to match the FIFO fill.
-    fn backpressure<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) {
+    fn backpressure(&mut self, io: &mut Io) {
         let len = self.doorbells.fifo.len();
         let on = len + self.params.doorbell_skid >= self.params.doorbell_fifo_depth;
         if on == self.doorbells.retry_on {
@@ -142,74 +89,63 @@ impl Engine {
         let start = self.params.bar0_base + bar::DOORBELL_BASE;
         let end = self.params.bar0_base + bar::BAR0_SIZE;
         tracing::debug!(target: "nic::doorbell", on, len, "doorbell back-pressure");
-        ctx.send(
-            self.ports.bus,
-            PciMsg::TargetWriteRetry { start, end, on }.into(),
-        );
+        io.to_bus(Cycles(1), PciMsg::TargetWriteRetry { start, end, on });
     }
 
     /// Whether doorbell `e` can be dispatched now.
     fn can_dispatch(&self, e: &Entry) -> bool {
-        let Some(vi) = self.vi_ref(e.vi) else {
+        let Some(vi) = self.vis.get(e.vi) else {
             return true;
         };
         match e.rec.queue {
             Queue::Receive => vi.recv_queue.len() < self.params.recv_queue_depth,
             Queue::Send | Queue::Unknown(_) => {
-                vi.tx_active.is_none() && self.active_sends() < self.params.max_send_contexts
+                vi.tx_active.is_none() && self.send.active() < self.params.max_send_contexts
             }
         }
     }
 
     /// Starts decoding the next doorbell that can go, if the dispatcher is free.
-    pub(crate) fn kick_doorbells<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        _ram: &mut BufferRam,
-    ) {
+    pub(crate) fn kick_doorbells(&mut self, io: &mut Io, _ram: &mut BufferRam) {
         if self.doorbells.fsm.state() == DoorbellState::Decoding {
             return;
         }
         let ready = self.doorbells.fifo.iter().any(|e| self.can_dispatch(e));
         let to = match (ready, self.doorbells.fifo.is_empty()) {
             (true, _) => {
-                ctx.wake_after(
+                io.wake_after(
                     self.params
                         .doorbell_decode_cycles
                         .max(sim_kernel::Cycles(1)),
-                    NicMsg::Engine(EngineWake::DoorbellDecoded).into(),
+                    EngineWake::DoorbellDecoded,
                 );
                 DoorbellState::Decoding
             }
             (false, true) => DoorbellState::Idle,
             (false, false) => DoorbellState::Blocked,
         };
-        self.doorbells.fsm.set(to, ctx);
+        self.doorbells.fsm.set(to, io);
     }
 
     /// The decode time of a doorbell is over: dispatch the first one that can go.
-    pub(crate) fn doorbell_decoded<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        self.doorbells.fsm.set(DoorbellState::Idle, ctx);
+    pub(crate) fn doorbell_decoded(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        self.doorbells.fsm.set(DoorbellState::Idle, io);
         let pos = self
             .doorbells
             .fifo
             .iter()
             .position(|e| self.can_dispatch(e));
         if let Some(e) = pos.and_then(|i| self.doorbells.fifo.remove(i)) {
-            self.backpressure(ctx);
-            self.dispatch(e, ctx, ram);
+            self.backpressure(io);
+            self.dispatch(e, io, ram);
         }
-        self.kick_doorbells(ctx, ram);
+        self.kick_doorbells(io, ram);
     }
 
-    fn dispatch<M: EngineMsg>(&mut self, e: Entry, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    fn dispatch(&mut self, e: Entry, io: &mut Io, ram: &mut BufferRam) {
         let mut mark = e.at;
-        span(ctx, e.msg, "doorbell", &mut mark);
-        let Some(vi) = self.vi_mut(e.vi) else {
+        span(io, e.msg, "doorbell", &mut mark);
+        let Some(vi) = self.vis.get_mut(e.vi) else {
             self.stats.doorbell_no_vi += 1;
             tracing::warn!(target: "nic::doorbell", vi = e.vi, "doorbell for a VI that does not exist dropped");
             return;
@@ -224,13 +160,13 @@ impl Engine {
                     at: mark,
                 });
                 if flushed {
-                    self.flush_recvs(e.vi, ctx);
+                    self.flush_recvs(e.vi, io);
                 }
             }
-            Queue::Send => self.start_send(e, mark, false, ctx, ram),
+            Queue::Send => self.start_send(e, mark, false, io, ram),
             Queue::Unknown(_) => {
                 self.stats.doorbell_bad_queue += 1;
-                self.start_send(e, mark, true, ctx, ram);
+                self.start_send(e, mark, true, io, ram);
             }
         }
     }

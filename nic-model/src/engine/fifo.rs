@@ -19,6 +19,7 @@
 //! the Recv FIFO reserves a chunk when it starts to fill and frees it when the chunk's
 //! DMA write has completed.
 
+use super::ids::MoverGen;
 use super::params::WordStepping;
 use sim_kernel::{Cycles, Duration, Priority, StateName, Time};
 use std::collections::VecDeque;
@@ -77,7 +78,7 @@ pub(crate) struct Mover<T> {
     queue: VecDeque<Run<T>>,
     cur: Option<Active<T>>,
     /// Generation of the wake-up that is scheduled (older ones are stale).
-    pub gen: u64,
+    pub gen: MoverGen,
     scheduled: Option<Time>,
 }
 
@@ -86,7 +87,7 @@ impl<T> Default for Mover<T> {
         Self {
             queue: VecDeque::new(),
             cur: None,
-            gen: 0,
+            gen: MoverGen::default(),
             scheduled: None,
         }
     }
@@ -186,12 +187,12 @@ impl<T> Mover<T> {
             return None;
         }
         self.scheduled = want;
-        self.gen += 1;
+        self.gen = self.gen.next();
         want
     }
 
     /// A wake-up of generation `gen` arrived: whether it is the current one.
-    pub fn woken(&mut self, gen: u64) -> bool {
+    pub fn woken(&mut self, gen: MoverGen) -> bool {
         if gen == self.gen {
             self.scheduled = None;
             true

@@ -23,7 +23,10 @@
 //!
 //! **Component.** One component in the FPGA core clock domain (`card.core`), with three
 //! handlers, [`Engine::on_pci`], [`Engine::on_nic`] and [`Engine::on_mac`], generic over
-//! the system message type ([`EngineMsg`]), each given the card's buffer RAM
+//! the system message type ([`EngineMsg`]). Each builds an [`Io`] outbox, runs the
+//! sans-IO core ([`Engine::handle_pci`] / [`Engine::handle_nic`] /
+//! [`Engine::handle_mac`], which never touch the kernel) and applies the [`Action`]s it
+//! wrote, in order. Every handler is given the card's buffer RAM
 //! ([`gige_mac::BufferRam`], shared with the GEC). Its own wake-ups are
 //! [`NicMsg::Engine`] variants ([`EngineWake`]). Ports ([`EnginePorts`]): system bus,
 //! DMA master, ATT manager, GEC. Parameters: [`EngineParams`] (each processing time an
@@ -38,109 +41,76 @@
 //! `rx.mover`, `vi` (one per VI). `tracing` targets: `nic::doorbell`, `nic::vi`,
 //! `nic::tx`, `nic::rx`.
 //!
-//! Files:
+//! Files. Leaves (no engine imports but each other): `ids` (typed ids), `io` (the
+//! [`Action`] vocabulary, the [`Io`] outbox, [`EngineWake`]), `params`, `stats`, `fifo`
+//! (word movers, FIFO space), `frame` (frame formats). Units (`unit/`, own the state,
+//! import leaves only):
 //!
-//! | file | owns |
+//! | unit | owns |
 //! |---|---|
-//! | `params`, `stats` | [`EngineParams`], [`EnginePorts`]; [`EngineStats`], [`ViInfo`] |
-//! | `regs` | BAR0 registers, the ATT registration mailbox |
-//! | `doorbell` | doorbell windows, the doorbell FIFO and its back-pressure, dispatch |
-//! | `vi`, `connect` | the VI table; VI commands and connection frames |
-//! | `tx`, `txcheck` | send front end: descriptor fetch; decode, buffer translation |
-//! | `txdata`, `txmove` | TX slots and fragments; payload DMA, TX mover, handoff, TX done |
-//! | `complete` | send completion (TxDone / Ack / Nak), status writes, flushes |
-//! | `rx`, `rxdata` | receive front end, header check; reassembly, placement plan |
-//! | `recvdesc` | receive descriptors |
-//! | `rxdrain`, `rxerror` | RX buffer -> host memory, message completion; receive errors, Ack/Nak |
-//! | `fifo`, `frame`, `pending` | word movers and FIFO space; frame formats; ATT/DMA bookkeeping |
+//! | `unit::outstanding` | translations and DMA jobs in flight and what each is for |
+//! | `unit::regs` | BAR0 registers, the ATT registration mailbox |
+//! | `unit::doorbell` | doorbell staging, the doorbell FIFO, the dispatcher state |
+//! | `unit::vi` | the VI table, kept connect requests |
+//! | `unit::send` | send contexts, TX slots, Send FIFO, TX mover, control frames |
+//! | `unit::recv` | RX front end, Recv FIFO, RX mover, messages being received |
+//! | `unit::completion` | status write-backs in flight |
+//!
+//! Steps of the dispatcher (`impl Engine`; import units and leaves, never each other):
+//! `regs`, `doorbell`, `connect` (VI commands, connection frames, VI state changes),
+//! `tx`, `txcheck`, `txdata`, `txmove` (send), `complete` (completion order, status
+//! writes, flushes), `rx`, `rxdata`, `recvdesc`, `rxdrain`, `rxerror` (receive).
+//! Unit tests of the paths through the sans-IO interface: `tests`.
 
+// Leaves: no engine imports but each other.
+mod fifo;
+pub mod frame;
+pub mod ids;
+pub mod io;
+mod params;
+mod stats;
+// Units: own the engine's state; import leaves only.
+mod unit;
+// Steps of the dispatcher (`impl Engine`): import units and leaves, never each other.
 mod complete;
 mod connect;
 mod doorbell;
-mod fifo;
-pub mod frame;
-mod params;
-mod pending;
 mod recvdesc;
 mod regs;
 mod rx;
 mod rxdata;
 mod rxdrain;
 mod rxerror;
-mod stats;
+#[cfg(test)]
+mod tests;
 mod tx;
 mod txcheck;
 mod txdata;
 mod txmove;
-mod vi;
 
-pub use doorbell::DoorbellState;
 pub use fifo::MoverState;
-pub use params::{EngineParams, EnginePorts, WordStepping};
-pub use rx::RxState;
+pub use io::{Action, EngineMsg, EngineWake, Io};
+pub use params::{EngineError, EngineParams, EnginePorts, WordStepping};
 pub use stats::{EngineStats, ViCounters, ViInfo};
-pub use tx::SendPhase;
-pub use vi::ViState;
+pub use unit::doorbell::DoorbellState;
+pub use unit::recv::RxState;
+pub use unit::send::SendPhase;
+pub use unit::vi::ViState;
 
 use crate::att::{DeregisterError, RegisterError};
 use crate::msg::NicMsg;
-use gige_mac::{BufferError, BufferLayout, BufferRam, MacMsg};
+use gige_mac::{BufferLayout, BufferRam, MacMsg};
+use ids::DmaTag;
 use pci_model::{DmaStatus, PciMsg};
-use pending::{AttFor, DmaFor};
-use sim_kernel::Ctx;
-use std::collections::{BTreeMap, VecDeque};
+use sim_kernel::{ClockDomain, Ctx, MsgId};
+use unit::completion::Completion;
+use unit::doorbell::DoorbellUnit;
+use unit::outstanding::{AttFor, DmaFor, Outstanding};
+use unit::recv::RecvPath;
+use unit::regs::Regs;
+use unit::send::SendPath;
+use unit::vi::{Vi, ViTable};
 use via_abi::bar::CmdResult;
-
-/// The message bounds of the engine's handlers: a system message type that wraps the
-/// three crates' enums.
-pub trait EngineMsg: From<PciMsg> + From<NicMsg> + From<MacMsg> {}
-
-impl<T: From<PciMsg> + From<NicMsg> + From<MacMsg>> EngineMsg for T {}
-
-/// The engine's wake-ups to itself (carried as [`NicMsg::Engine`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EngineWake {
-    /// A doorbell's decode time is over.
-    DoorbellDecoded,
-    /// Send context `ctx`'s descriptor decode time is over.
-    DescriptorDecoded {
-        /// The send context.
-        ctx: u64,
-    },
-    /// The receive descriptor of received message `id` is decoded.
-    RecvDescriptorDecoded {
-        /// The received message.
-        id: u64,
-    },
-    /// The header of the frame in the receive front end has been read and checked.
-    HeaderChecked,
-    /// The TX word mover's scheduled edge (stale generations are ignored).
-    TxMover {
-        /// Generation of the wake-up.
-        gen: u64,
-    },
-    /// The RX word mover's scheduled edge.
-    RxMover {
-        /// Generation of the wake-up.
-        gen: u64,
-    },
-}
-
-/// Why an engine cannot be built.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum EngineError {
-    /// A parameter is out of range.
-    #[error("engine parameter {name}: {why}")]
-    BadParam {
-        /// The parameter.
-        name: &'static str,
-        /// What is wrong.
-        why: &'static str,
-    },
-    /// The buffer RAM layout is invalid.
-    #[error("buffer RAM: {0}")]
-    Layout(#[from] BufferError),
-}
 
 /// The VIA protocol engine (see the module doc).
 #[derive(Clone, Debug)]
@@ -149,21 +119,24 @@ pub struct Engine {
     ports: EnginePorts,
     layout: BufferLayout,
     stats: EngineStats,
+    /// Trace ids handed out so far.
     next_msg: u64,
-    next_req: u64,
-    next_dma: u64,
-    next_id: u64,
-    att_wait: BTreeMap<u64, AttFor>,
-    dma_wait: BTreeMap<u64, DmaFor>,
-    regs: regs::Regs,
-    doorbells: doorbell::DoorbellUnit,
-    vis: Vec<Option<vi::Vi>>,
-    pending_connects: VecDeque<connect::PendingConnect>,
-    sends: BTreeMap<u64, tx::SendCtx>,
-    tx: txdata::TxPath,
-    status_jobs: BTreeMap<u64, complete::StatusJob>,
-    rx: rx::RxPath,
-    rx_msgs: BTreeMap<u64, rxdata::RxMessage>,
+    /// Unit: outstanding ATT translations and DMA jobs.
+    outstanding: Outstanding,
+    /// Unit: BAR0 registers and the ATT registration mailbox.
+    regs: Regs,
+    /// Unit: doorbell staging, FIFO and dispatcher state.
+    doorbells: DoorbellUnit,
+    /// Unit: the VI table and kept connect requests.
+    vis: ViTable,
+    /// Unit: send contexts and the send data path.
+    send: SendPath,
+    /// Unit: status write-backs in flight.
+    completion: Completion,
+    /// Unit: the receive front end and the messages being received.
+    recv: RecvPath,
+    /// The clock domains of the engine and the GEC, kept between messages for [`Io`].
+    clocks: Option<(ClockDomain, ClockDomain)>,
 }
 
 impl Engine {
@@ -180,25 +153,19 @@ impl Engine {
         params.validate()?;
         layout.validate()?;
         Ok(Self {
-            vis: vec![None; usize::from(params.max_vis)],
-            tx: txdata::TxPath::new(layout.tx_slots, params.send_fifo_bytes),
-            rx: rx::RxPath::new(params.recv_fifo_bytes),
+            vis: ViTable::new(params.max_vis),
+            send: SendPath::new(layout.tx_slots, params.send_fifo_bytes),
+            recv: RecvPath::new(params.recv_fifo_bytes),
             params,
             ports,
             layout: layout.clone(),
             stats: EngineStats::default(),
             next_msg: 0,
-            next_req: 0,
-            next_dma: 0,
-            next_id: 0,
-            att_wait: BTreeMap::new(),
-            dma_wait: BTreeMap::new(),
-            regs: regs::Regs::default(),
-            doorbells: doorbell::DoorbellUnit::default(),
-            pending_connects: VecDeque::new(),
-            sends: BTreeMap::new(),
-            status_jobs: BTreeMap::new(),
-            rx_msgs: BTreeMap::new(),
+            outstanding: Outstanding::default(),
+            regs: Regs::default(),
+            doorbells: DoorbellUnit::default(),
+            completion: Completion::default(),
+            clocks: None,
         })
     }
 
@@ -212,15 +179,22 @@ impl Engine {
     #[must_use]
     pub fn stats(&self) -> EngineStats {
         let mut s = self.stats.clone();
-        s.send_fifo_max = s.send_fifo_max.max(self.tx.fifo.max);
-        s.recv_fifo_max = s.recv_fifo_max.max(self.rx.fifo.max);
+        s.send_fifo_max = s.send_fifo_max.max(self.send.tx.fifo.max);
+        s.recv_fifo_max = s.recv_fifo_max.max(self.recv.front.fifo.max);
         s
     }
 
     /// A snapshot of VI `n`, if it exists.
     #[must_use]
     pub fn vi(&self, n: u16) -> Option<ViInfo> {
-        self.vi_ref(n).map(vi::Vi::info)
+        self.vis.get(n).map(Vi::info)
+    }
+
+    /// A fresh trace id.
+    pub(crate) fn new_msg(&mut self) -> MsgId {
+        let id = MsgId(self.params.msg_id_base.saturating_add(self.next_msg));
+        self.next_msg += 1;
+        id
     }
 
     /// Doorbells waiting in the FIFO.
@@ -233,71 +207,108 @@ impl Engine {
     #[must_use]
     pub fn is_idle(&self) -> bool {
         self.doorbells.fifo.is_empty()
-            && self.sends.is_empty()
-            && self.rx.cur.is_none()
-            && self.rx.queue.is_empty()
-            && self.att_wait.is_empty()
-            && self.dma_wait.is_empty()
-            && self.tx.slots.iter().all(Option::is_none)
-            && self.tx.control.is_empty()
-            && self.status_jobs.is_empty()
+            && self.send.ctxs.is_empty()
+            && self.recv.front.cur.is_none()
+            && self.recv.front.queue.is_empty()
+            && self.outstanding.is_empty()
+            && self.send.tx.slots.iter().all(Option::is_none)
+            && self.send.tx.control.is_empty()
+            && self.completion.jobs.is_empty()
     }
 
     /// Handles a `pci-model` message: BAR accesses from the system bus, DMA completions.
     pub fn on_pci<M: EngineMsg>(&mut self, msg: PciMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let mut io = self.begin(ctx);
+        self.handle_pci(msg, &mut io, ram);
+        self.finish(io, ctx);
+    }
+
+    /// Handles a `nic-model` message: ATT answers and the engine's own wake-ups.
+    pub fn on_nic<M: EngineMsg>(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let mut io = self.begin(ctx);
+        self.handle_nic(msg, &mut io, ram);
+        self.finish(io, ctx);
+    }
+
+    /// Handles a `gige-mac` message from the GEC: transmit completions, received frames.
+    pub fn on_mac<M: EngineMsg>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+        let mut io = self.begin(ctx);
+        self.handle_mac(msg, &mut io, ram);
+        self.finish(io, ctx);
+    }
+
+    /// An outbox for the message being handled now.
+    fn begin<M>(&mut self, ctx: &Ctx<'_, M>) -> Io {
+        let (core, gec) = self.clocks.take().unwrap_or_else(|| {
+            (
+                ctx.my_domain().clone(),
+                ctx.domain_of(self.ports.gec).clone(),
+            )
+        });
+        Io::new(ctx.now(), core, gec)
+    }
+
+    /// Applies the outbox to the kernel, in order.
+    fn finish<M: EngineMsg>(&mut self, mut io: Io, ctx: &mut Ctx<'_, M>) {
+        io.apply(&self.ports, ctx);
+        self.clocks = Some(io.into_clocks());
+    }
+
+    /// Sans-IO form of [`Engine::on_pci`]: the effects go into `io`.
+    pub fn handle_pci(&mut self, msg: PciMsg, io: &mut Io, ram: &mut BufferRam) {
         match msg {
-            PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, ctx, ram),
-            PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, ctx),
+            PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, io, ram),
+            PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, io),
             PciMsg::DmaDone(done) => {
-                let Some(purpose) = self.dma_wait.remove(&done.tag) else {
+                let Some(purpose) = self.outstanding.take_dma(DmaTag(done.tag)) else {
                     tracing::warn!(target: "nic::tx", tag = done.tag, "completion of an unknown DMA job");
                     return;
                 };
                 match purpose {
-                    DmaFor::SendDesc { ctx: id, rest } => {
-                        self.send_desc_read(id, rest, done, ctx, ram)
+                    DmaFor::SendDesc { send, rest } => {
+                        self.send_desc_read(send, rest, done, io, ram)
                     }
                     DmaFor::Payload { slot, offset, len } => {
                         // Moved, not copied: the chunk's bytes go on to the TX mover.
                         let ok = done.status == DmaStatus::Ok && done.data.len() as u64 == len;
                         let data = ok.then_some(done.data);
-                        self.payload_read(slot, offset, len, data, ctx);
+                        self.payload_read(slot, offset, len, data, io);
                     }
-                    DmaFor::RecvDesc { id, rest } => self.recv_desc_read(id, rest, &done, ctx, ram),
-                    DmaFor::RxChunk { id, len } => self.rx_chunk_written(id, len, &done, ctx, ram),
-                    DmaFor::Status { job } => self.status_written(job, &done, ctx),
+                    DmaFor::RecvDesc { rx, rest } => self.recv_desc_read(rx, rest, &done, io, ram),
+                    DmaFor::RxChunk { rx, len } => self.rx_chunk_written(rx, len, &done, io, ram),
+                    DmaFor::Status { job } => self.status_written(job, &done, io),
                 }
             }
             other => {
                 tracing::warn!(target: "nic::doorbell", ?other, "not an engine input: dropped");
             }
         }
-        self.settle(ctx, ram);
+        self.settle(io, ram);
     }
 
-    /// Handles a `nic-model` message: ATT answers and the engine's own wake-ups.
-    pub fn on_nic<M: EngineMsg>(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    /// Sans-IO form of [`Engine::on_nic`]: the effects go into `io`.
+    pub fn handle_nic(&mut self, msg: NicMsg, io: &mut Io, ram: &mut BufferRam) {
         match msg {
             NicMsg::AttTranslated { req, result } => {
-                let Some(purpose) = self.att_wait.remove(&req.0) else {
+                let Some(purpose) = self.outstanding.take_att(req) else {
                     tracing::warn!(target: "nic::tx", ?req, "answer to an unknown translation");
                     return;
                 };
                 match purpose {
-                    AttFor::SendDesc { ctx: id, rest } => {
-                        self.send_desc_translated(id, rest, result, ctx, ram)
+                    AttFor::SendDesc { send, rest } => {
+                        self.send_desc_translated(send, rest, result, io, ram)
                     }
-                    AttFor::SendBuf { ctx: id, seg } => {
-                        self.send_buf_translated(id, seg, result, ctx, ram)
+                    AttFor::SendBuf { send, seg } => {
+                        self.send_buf_translated(send, seg, result, io, ram)
                     }
-                    AttFor::RecvDesc { id, rest } => {
-                        self.recv_desc_translated(id, rest, result, ctx, ram)
+                    AttFor::RecvDesc { rx, rest } => {
+                        self.recv_desc_translated(rx, rest, result, io, ram)
                     }
-                    AttFor::RecvBuf { id, seg } => {
-                        self.recv_buf_translated(id, seg, result, ctx, ram)
+                    AttFor::RecvBuf { rx, seg } => {
+                        self.recv_buf_translated(rx, seg, result, io, ram)
                     }
-                    AttFor::Remote => self.remote_translated(result, ctx, ram),
-                    AttFor::StatusOnly { job } => self.status_translated(job, result, ctx),
+                    AttFor::Remote => self.remote_translated(result, io, ram),
+                    AttFor::StatusOnly { job } => self.status_translated(job, result, io),
                 }
             }
             NicMsg::AttRegistered { req, result } => {
@@ -307,39 +318,39 @@ impl Engine {
                 self.att_answer(req, result.map(|()| None).map_err(deregister_code));
             }
             NicMsg::Engine(wake) => match wake {
-                EngineWake::DoorbellDecoded => self.doorbell_decoded(ctx, ram),
-                EngineWake::DescriptorDecoded { ctx: id } => self.send_decoded(id, ctx, ram),
-                EngineWake::RecvDescriptorDecoded { id } => self.recv_decoded(id, ctx, ram),
-                EngineWake::HeaderChecked => self.header_checked(ctx, ram),
-                EngineWake::TxMover { gen } => self.tx_mover_woken(gen, ctx, ram),
-                EngineWake::RxMover { gen } => self.rx_mover_woken(gen, ctx, ram),
+                EngineWake::DoorbellDecoded => self.doorbell_decoded(io, ram),
+                EngineWake::DescriptorDecoded { send } => self.send_decoded(send, io, ram),
+                EngineWake::RecvDescriptorDecoded { rx } => self.recv_decoded(rx, io, ram),
+                EngineWake::HeaderChecked => self.header_checked(io, ram),
+                EngineWake::TxMover { gen } => self.tx_mover_woken(gen, io, ram),
+                EngineWake::RxMover { gen } => self.rx_mover_woken(gen, io, ram),
             },
             other => {
                 tracing::warn!(target: "nic::doorbell", ?other, "not an engine input: dropped");
             }
         }
-        self.settle(ctx, ram);
+        self.settle(io, ram);
     }
 
-    /// Handles a `gige-mac` message from the GEC: transmit completions, received frames.
-    pub fn on_mac<M: EngineMsg>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    /// Sans-IO form of [`Engine::on_mac`]: the effects go into `io`.
+    pub fn handle_mac(&mut self, msg: MacMsg, io: &mut Io, ram: &mut BufferRam) {
         match msg {
-            MacMsg::GecTxDone { slot, ok, .. } => self.tx_done(slot, ok, ctx, ram),
-            MacMsg::GecRxFrame { slot, len, msg } => self.rx_frame(slot, len, msg, ctx),
+            MacMsg::GecTxDone { slot, ok, .. } => self.tx_done(slot, ok, io, ram),
+            MacMsg::GecRxFrame { slot, len, msg } => self.rx_frame(slot, len, msg, io),
             // The GEC queues transmits that come before it is ready: nothing to do.
             MacMsg::GecReady => tracing::debug!(target: "nic::tx", "GEC ready"),
             other => {
                 tracing::warn!(target: "nic::rx", msg = other.name(), "not an engine input: dropped");
             }
         }
-        self.settle(ctx, ram);
+        self.settle(io, ram);
     }
 
     /// After every message: let every unit make the progress it now can.
-    fn settle<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
-        self.tx_pump(ctx, ram);
-        self.kick_doorbells(ctx, ram);
-        self.rx_next(ctx);
+    fn settle(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        self.tx_pump(io, ram);
+        self.kick_doorbells(io, ram);
+        self.rx_next(io);
     }
 }
 

@@ -8,7 +8,7 @@
 //! (`card.core`) so that it can be calibrated against the published 12.5 us one-way
 //! latency later. A 32-bit word path is the paper's ("one word per clock").
 
-use crate::engine::EngineError;
+use gige_mac::BufferError;
 use sim_kernel::{ComponentId, Cycles};
 use via_abi::bar;
 use via_abi::MacAddr;
@@ -180,4 +180,20 @@ impl EngineParams {
     pub(crate) fn rx_chunk(&self) -> u64 {
         self.dma_chunk_bytes.min(self.recv_fifo_bytes)
     }
+}
+
+/// Why an engine cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// A parameter is out of range.
+    #[error("engine parameter {name}: {why}")]
+    BadParam {
+        /// The parameter.
+        name: &'static str,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// The buffer RAM layout is invalid.
+    #[error("buffer RAM: {0}")]
+    Layout(#[from] BufferError),
 }

@@ -9,14 +9,14 @@
 //! unreachable descriptor (no local status), format error `FORMAT_ERROR`, buffers too
 //! small `LENGTH_ERROR`, a buffer that does not translate `PROTECTION_ERROR`.
 
-use super::pending::{pages_for, span, AttFor, DmaFor};
-use super::tx::DESC_HEAD;
-use super::{Engine, EngineMsg, EngineWake};
+use super::ids::RxId;
+use super::io::{span, Io};
+use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::unit::send::DESC_HEAD;
+use super::{Engine, EngineWake};
 use crate::att::{AccessKind, Piece, TranslateError};
-use crate::msg::NicMsg;
 use gige_mac::BufferRam;
 use pci_model::{DmaDone, DmaStatus};
-use sim_kernel::Ctx;
 use via_abi::descriptor::{descriptor_len, ControlSegment};
 use via_abi::wire_header::{WireFlags, WireOp};
 use via_abi::{DescriptorRepr, Status, WorkQueue};
@@ -24,33 +24,34 @@ use via_abi::{DescriptorRepr, Status, WorkQueue};
 impl Engine {
     /// Whether message `id` is gone or failed meanwhile (e.g. the host disconnected its
     /// VI): then the frame waiting for it in the front end is dropped.
-    pub(crate) fn rx_abandoned<M: EngineMsg>(&mut self, id: u64, ctx: &mut Ctx<'_, M>) -> bool {
-        if self.rx_msgs.get(&id).is_some_and(|m| !m.failed) {
+    pub(crate) fn rx_abandoned(&mut self, id: RxId, io: &mut Io) -> bool {
+        if self.recv.msgs.get(&id).is_some_and(|m| !m.failed) {
             return false;
         }
-        if self.rx.cur.as_ref().is_some_and(|w| w.target == Some(id)) {
-            self.rx_release(ctx);
+        if self
+            .recv
+            .front
+            .cur
+            .as_ref()
+            .is_some_and(|w| w.target == Some(id))
+        {
+            self.rx_release(io);
         }
         true
     }
 
-    fn recv_span<M: EngineMsg>(&mut self, stage: &'static str, ctx: &mut Ctx<'_, M>) {
-        if let Some(w) = self.rx.cur.as_mut() {
-            span(ctx, w.frame.msg, stage, &mut w.mark);
+    fn recv_span(&mut self, stage: &'static str, io: &mut Io) {
+        if let Some(w) = self.recv.front.cur.as_mut() {
+            span(io, w.frame.msg, stage, &mut w.mark);
         }
     }
 
     /// The receive descriptor of the frame in the front end failed.
-    fn recv_desc_failed<M: EngineMsg>(
-        &mut self,
-        local: Option<Status>,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        let Some(h) = self.rx.cur.as_ref().and_then(|w| w.hdr) else {
+    fn recv_desc_failed(&mut self, local: Option<Status>, io: &mut Io, ram: &mut BufferRam) {
+        let Some(h) = self.recv.front.cur.as_ref().and_then(|w| w.hdr) else {
             return;
         };
-        if let Some(v) = self.vi_mut(h.dst_vi) {
+        if let Some(v) = self.vis.get_mut(h.dst_vi) {
             v.counters.rx_descriptor_errors += 1;
         }
         let last = h.flags.contains(WireFlags::LAST);
@@ -60,36 +61,36 @@ impl Engine {
             Status::REMOTE_DESCRIPTOR_ERROR,
             local,
             last,
-            ctx,
+            io,
             ram,
         );
-        self.rx_release(ctx);
+        self.rx_release(io);
     }
 
     /// The ATT answered for the receive descriptor of message `id`.
-    pub(crate) fn recv_desc_translated<M: EngineMsg>(
+    pub(crate) fn recv_desc_translated(
         &mut self,
-        id: u64,
+        id: RxId,
         rest: bool,
         result: Result<Vec<Piece>, TranslateError>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        if self.rx_abandoned(id, ctx) {
+        if self.rx_abandoned(id, io) {
             return;
         }
-        self.recv_span("recv descriptor translate", ctx);
+        self.recv_span("recv descriptor translate", io);
         let pieces = match result {
             Ok(p) => p,
             Err(_) if rest => {
-                return self.recv_desc_failed(Some(Status::PROTECTION_ERROR), ctx, ram)
+                return self.recv_desc_failed(Some(Status::PROTECTION_ERROR), io, ram)
             }
             Err(_) => {
                 self.stats.descriptors_unreachable += 1;
-                return self.recv_desc_failed(None, ctx, ram);
+                return self.recv_desc_failed(None, io, ram);
             }
         };
-        let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
+        let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
             return;
         };
         let len = if rest {
@@ -100,50 +101,53 @@ impl Engine {
             DESC_HEAD
         };
         match pages_for(&pieces, 0, len) {
-            Some(pages) => self.dma_read(ctx, DmaFor::RecvDesc { id, rest }, pages, len),
-            None => self.recv_desc_failed(None, ctx, ram),
+            Some(pages) => {
+                self.outstanding
+                    .dma_read(io, DmaFor::RecvDesc { rx: id, rest }, pages, len)
+            }
+            None => self.recv_desc_failed(None, io, ram),
         }
     }
 
     /// A DMA read of the receive descriptor of message `id` ended.
-    pub(crate) fn recv_desc_read<M: EngineMsg>(
+    pub(crate) fn recv_desc_read(
         &mut self,
-        id: u64,
+        id: RxId,
         rest: bool,
         done: &DmaDone,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        if self.rx_abandoned(id, ctx) {
+        if self.rx_abandoned(id, io) {
             return;
         }
-        self.recv_span("recv descriptor DMA read", ctx);
+        self.recv_span("recv descriptor DMA read", io);
         if done.status != DmaStatus::Ok {
             self.stats.dma_failures += 1;
             if !rest {
                 self.stats.descriptors_unreachable += 1;
-                if let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) {
+                if let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) {
                     d.pieces.clear();
                 }
             }
             let local = rest.then_some(Status::PROTECTION_ERROR);
-            return self.recv_desc_failed(local, ctx, ram);
+            return self.recv_desc_failed(local, io, ram);
         }
-        let (msg, n) = match self.rx_msgs.get(&id) {
+        let (msg, n) = match self.recv.msgs.get(&id) {
             Some(m) => (m.msg, m.vi),
             None => return,
         };
-        let ptag = self.vi_ptag(n);
-        let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
+        let ptag = self.vis.ptag(n);
+        let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
             return;
         };
         d.bytes.extend_from_slice(&done.data);
         let need = descriptor_len(ControlSegment::new_unchecked(&d.bytes[..]).seg_count()) as u64;
         if !rest && need > DESC_HEAD {
             let (handle, va) = (d.handle, d.va.saturating_add(DESC_HEAD));
-            self.translate(
-                ctx,
-                AttFor::RecvDesc { id, rest: true },
+            self.outstanding.translate(
+                io,
+                AttFor::RecvDesc { rx: id, rest: true },
                 msg,
                 handle,
                 va,
@@ -153,26 +157,21 @@ impl Engine {
             );
             return;
         }
-        ctx.wake_after(
+        io.wake_after(
             self.params
                 .descriptor_decode_cycles
                 .max(sim_kernel::Cycles(1)),
-            NicMsg::Engine(EngineWake::RecvDescriptorDecoded { id }).into(),
+            EngineWake::RecvDescriptorDecoded { rx: id },
         );
     }
 
     /// The decode time of the receive descriptor of message `id` is over.
-    pub(crate) fn recv_decoded<M: EngineMsg>(
-        &mut self,
-        id: u64,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        if self.rx_abandoned(id, ctx) {
+    pub(crate) fn recv_decoded(&mut self, id: RxId, io: &mut Io, ram: &mut BufferRam) {
+        if self.rx_abandoned(id, io) {
             return;
         }
-        self.recv_span("recv descriptor decode", ctx);
-        let Some(m) = self.rx_msgs.get_mut(&id) else {
+        self.recv_span("recv descriptor decode", io);
+        let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
         let (n, msg, op, len) = (m.vi, m.msg, m.op, m.len);
@@ -181,7 +180,7 @@ impl Engine {
         };
         let repr = match DescriptorRepr::parse(&d.bytes[..]) {
             Ok(r) if r.validate(WorkQueue::Receive).is_ok() => r,
-            _ => return self.recv_desc_failed(Some(Status::FORMAT_ERROR), ctx, ram),
+            _ => return self.recv_desc_failed(Some(Status::FORMAT_ERROR), io, ram),
         };
         let segs: Vec<_> = repr
             .data
@@ -195,23 +194,23 @@ impl Engine {
         d.repr = Some(repr);
         if op == WireOp::RdmaWrite {
             d.ready = true;
-            return self.rx_continue(ctx, ram);
+            return self.rx_continue(io, ram);
         }
         if room < u64::from(len) {
-            if let Some(v) = self.vi_mut(n) {
+            if let Some(v) = self.vis.get_mut(n) {
                 v.counters.rx_length_errors += 1;
             }
-            return self.recv_desc_failed(Some(Status::LENGTH_ERROR), ctx, ram);
+            return self.recv_desc_failed(Some(Status::LENGTH_ERROR), io, ram);
         }
         d.translating = segs.len();
         if segs.is_empty() {
-            return self.recv_buffers_ready(id, ctx, ram);
+            return self.recv_buffers_ready(id, io, ram);
         }
-        let ptag = self.vi_ptag(n);
+        let ptag = self.vis.ptag(n);
         for (i, va, handle, l) in segs {
-            self.translate(
-                ctx,
-                AttFor::RecvBuf { id, seg: i },
+            self.outstanding.translate(
+                io,
+                AttFor::RecvBuf { rx: id, seg: i },
                 msg,
                 handle,
                 va,
@@ -223,18 +222,18 @@ impl Engine {
     }
 
     /// The ATT answered for data segment `seg` of the receive descriptor of message `id`.
-    pub(crate) fn recv_buf_translated<M: EngineMsg>(
+    pub(crate) fn recv_buf_translated(
         &mut self,
-        id: u64,
+        id: RxId,
         seg: usize,
         result: Result<Vec<Piece>, TranslateError>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        if self.rx_abandoned(id, ctx) {
+        if self.rx_abandoned(id, io) {
             return;
         }
-        let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
+        let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
             return;
         };
         match result {
@@ -247,25 +246,20 @@ impl Engine {
         }
         d.translating = d.translating.saturating_sub(1);
         if d.translating == 0 {
-            self.recv_buffers_ready(id, ctx, ram);
+            self.recv_buffers_ready(id, io, ram);
         }
     }
 
-    fn recv_buffers_ready<M: EngineMsg>(
-        &mut self,
-        id: u64,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        self.recv_span("recv buffer translate", ctx);
-        let Some(d) = self.rx_msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
+    fn recv_buffers_ready(&mut self, id: RxId, io: &mut Io, ram: &mut BufferRam) {
+        self.recv_span("recv buffer translate", io);
+        let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
             return;
         };
         if d.status.is_error() {
             let local = d.status;
-            return self.recv_desc_failed(Some(local), ctx, ram);
+            return self.recv_desc_failed(Some(local), io, ram);
         }
         d.ready = true;
-        self.rx_continue(ctx, ram);
+        self.rx_continue(io, ram);
     }
 }

@@ -9,78 +9,24 @@
 //! writes to unknown or read-only offsets are ignored and counted (a PCI target cannot
 //! refuse a decoded write).
 
-use super::{Engine, EngineMsg};
+use super::io::{Action, Io};
+use super::unit::regs::merge;
+use super::Engine;
 use crate::att::RegionRequest;
-use crate::msg::{NicMsg, ReqId};
+use crate::msg::ReqId;
 use gige_mac::BufferRam;
 use pci_model::PciMsg;
-use sim_kernel::{Ctx, Cycles};
+use sim_kernel::Cycles;
 use via_abi::bar::{self, AttCmd, CmdResult, ViCmd};
 use via_abi::{MemAttributes, MemHandle, ProtectionTag};
 
-/// The register file (everything but the doorbell windows).
-#[derive(Clone, Debug)]
-pub(crate) struct Regs {
-    pub att_va: u64,
-    pub att_len: u32,
-    pub att_attr: u32,
-    pub att_pages: Vec<u64>,
-    pub att_pages_overflow: bool,
-    pub att_handle: u32,
-    pub att_result: CmdResult,
-    /// The ATT command waiting for the manager's answer.
-    pub att_req: Option<ReqId>,
-    pub vi_sel: u32,
-    pub vi_ptag: u32,
-    pub vi_attr: u32,
-    pub vi_peer_mac_lo: u32,
-    pub vi_peer_mac_hi: u32,
-    pub vi_disc: u32,
-    pub vi_result: CmdResult,
-    /// Sequence number of the last VI command (asynchronous results check it).
-    pub vi_cmd_seq: u64,
-}
-
-impl Default for Regs {
-    fn default() -> Self {
-        Self {
-            att_va: 0,
-            att_len: 0,
-            att_attr: 0,
-            att_pages: Vec::new(),
-            att_pages_overflow: false,
-            att_handle: 0,
-            att_result: CmdResult::Ok,
-            att_req: None,
-            vi_sel: 0,
-            vi_ptag: 0,
-            vi_attr: 0,
-            vi_peer_mac_lo: 0,
-            vi_peer_mac_hi: 0,
-            vi_disc: 0,
-            vi_result: CmdResult::Ok,
-            vi_cmd_seq: 0,
-        }
-    }
-}
-
-fn merge(old: u32, bytes: [Option<u8>; 4]) -> u32 {
-    let mut b = old.to_le_bytes();
-    for (dst, src) in b.iter_mut().zip(bytes) {
-        if let Some(v) = src {
-            *dst = v;
-        }
-    }
-    u32::from_le_bytes(b)
-}
-
 impl Engine {
     /// A write transaction to BAR0 has ended: apply it dword by dword.
-    pub(crate) fn target_write<M: EngineMsg>(
+    pub(crate) fn target_write(
         &mut self,
         addr: u64,
         data: &[u8],
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
         let base = self.params.bar0_base;
@@ -98,7 +44,7 @@ impl Engine {
             if let Some((cur, _)) = dword {
                 if cur != aligned {
                     if let Some((o, b)) = dword.take() {
-                        self.write_dword(o, b, ctx, ram);
+                        self.write_dword(o, b, io, ram);
                     }
                 }
             }
@@ -108,20 +54,14 @@ impl Engine {
             }
         }
         if let Some((o, b)) = dword {
-            self.write_dword(o, b, ctx, ram);
+            self.write_dword(o, b, io, ram);
         }
     }
 
-    fn write_dword<M: EngineMsg>(
-        &mut self,
-        off: u64,
-        bytes: [Option<u8>; 4],
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    fn write_dword(&mut self, off: u64, bytes: [Option<u8>; 4], io: &mut Io, ram: &mut BufferRam) {
         self.stats.reg_writes += 1;
         if let Some((vi, within)) = bar::doorbell_at(off) {
-            self.doorbell_write(vi, within, bytes, ctx, ram);
+            self.doorbell_write(vi, within, bytes, io, ram);
             return;
         }
         let r = &mut self.regs;
@@ -147,7 +87,7 @@ impl Engine {
             bar::ATT_HANDLE => r.att_handle = v(r.att_handle),
             bar::ATT_CMD => {
                 let cmd = AttCmd::from_raw(v(0));
-                self.att_command(cmd, ctx);
+                self.att_command(cmd, io);
             }
             bar::VI_SEL => r.vi_sel = v(r.vi_sel),
             bar::VI_PTAG => r.vi_ptag = v(r.vi_ptag),
@@ -157,7 +97,7 @@ impl Engine {
             bar::VI_DISCRIMINATOR => r.vi_disc = v(r.vi_disc),
             bar::VI_CMD => {
                 let cmd = ViCmd::from_raw(v(0));
-                self.vi_command(cmd, ctx, ram);
+                self.vi_command(cmd, io, ram);
             }
             _ => {
                 self.stats.reg_writes_ignored += 1;
@@ -177,25 +117,19 @@ impl Engine {
             bar::MAC_HI => u32::from_le_bytes([mac[4], mac[5], 0, 0]),
             bar::ATT_HANDLE => r.att_handle,
             bar::ATT_RESULT => r.att_result.raw(),
-            bar::VI_STATE => self.vi_state_code(r.vi_sel).raw(),
+            bar::VI_STATE => self.vis.state_code(r.vi_sel).raw(),
             bar::VI_RESULT => r.vi_result.raw(),
-            bar::VI_PEER_VI => self.vi_peer_code(r.vi_sel),
+            bar::VI_PEER_VI => self.vis.peer_code(r.vi_sel),
             _ => 0,
         }
     }
 
     /// A read transaction to BAR0 has started: answer with the registers of this edge.
-    pub(crate) fn target_read<M: EngineMsg>(
-        &mut self,
-        tag: u64,
-        addr: u64,
-        len: u64,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(crate) fn target_read(&mut self, tag: u64, addr: u64, len: u64, io: &mut Io) {
         self.stats.reg_reads += 1;
         let base = self.params.bar0_base;
         let Some(off) = addr.checked_sub(base).filter(|&o| o < bar::BAR0_SIZE) else {
-            ctx.send(self.ports.bus, PciMsg::TargetAbort { tag }.into());
+            io.to_bus(Cycles(1), PciMsg::TargetAbort { tag });
             return;
         };
         let n = len.clamp(1, bar::BAR0_SIZE - off);
@@ -209,15 +143,11 @@ impl Engine {
             at += take as u64;
         }
         let wait = Cycles(self.params.reg_read_wait.0.saturating_add(1));
-        ctx.send_after(
-            self.ports.bus,
-            wait,
-            PciMsg::TargetReadData { tag, data }.into(),
-        );
+        io.to_bus(wait, PciMsg::TargetReadData { tag, data });
     }
 
     /// `ATT_CMD` was written.
-    fn att_command<M: EngineMsg>(&mut self, cmd: AttCmd, ctx: &mut Ctx<'_, M>) {
+    fn att_command(&mut self, cmd: AttCmd, io: &mut Io) {
         if self.regs.att_req.is_some() {
             self.stats.cmd_while_busy += 1;
             tracing::warn!(target: "nic::att", ?cmd, "ATT command while the last one is busy: ignored");
@@ -226,9 +156,7 @@ impl Engine {
         let r = &mut self.regs;
         let pages = std::mem::take(&mut r.att_pages);
         let overflow = std::mem::replace(&mut r.att_pages_overflow, false);
-        self.next_req += 1;
-        let req = ReqId(self.next_req);
-        let me = ctx.me();
+        let req = self.outstanding.new_req();
         match cmd {
             AttCmd::Register => {
                 if overflow {
@@ -246,28 +174,15 @@ impl Engine {
                 };
                 r.att_result = CmdResult::Busy;
                 r.att_req = Some(req);
-                ctx.send(
-                    self.ports.att,
-                    NicMsg::AttRegister {
-                        req,
-                        region,
-                        reply_to: me,
-                    }
-                    .into(),
-                );
+                io.push(Action::Register { req, region });
             }
             AttCmd::Deregister => {
                 r.att_result = CmdResult::Busy;
                 r.att_req = Some(req);
-                ctx.send(
-                    self.ports.att,
-                    NicMsg::AttDeregister {
-                        req,
-                        handle: MemHandle(r.att_handle),
-                        reply_to: me,
-                    }
-                    .into(),
-                );
+                io.push(Action::Deregister {
+                    req,
+                    handle: MemHandle(r.att_handle),
+                });
             }
             AttCmd::Unknown(_) => r.att_result = CmdResult::BadCommand,
         }

@@ -15,124 +15,41 @@
 //! word per clock). Spans (trace id the GEC gave the frame): `rx queue wait` (if the
 //! front end was busy), `header check`, then the data placement's.
 
-use super::fifo::{FifoSpace, Mover, MoverState};
 use super::frame::{self, RxDrop, HEADERS_LEN};
-use super::pending::span;
-use super::rxdrain::{Chunk, RxRun};
-use super::{Engine, EngineMsg, EngineWake};
-use crate::msg::NicMsg;
+use super::io::{span, Io};
+use super::unit::recv::{RxIn, RxState, RxWork};
+use super::{Engine, EngineWake};
 use gige_mac::{BufferRam, MacMsg};
-use sim_kernel::{Ctx, Cycles, Fsm, MsgId, StateName, Time};
+use sim_kernel::{Cycles, MsgId};
 use std::collections::VecDeque;
-use via_abi::wire_header::{WireHeaderRepr, WireOp};
+use via_abi::wire_header::WireOp;
 use via_abi::{MacAddr, Status};
-
-/// States of the receive front end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RxState {
-    /// No frame.
-    Idle,
-    /// Reading and checking a header.
-    HeaderCheck,
-    /// Fetching a receive descriptor.
-    Descriptor,
-    /// Translating the remote range of an RDMA write.
-    Translate,
-    /// Moving the payload into the Recv FIFO.
-    Drain,
-}
-
-impl StateName for RxState {
-    fn name(self) -> &'static str {
-        match self {
-            RxState::Idle => "idle",
-            RxState::HeaderCheck => "header-check",
-            RxState::Descriptor => "descriptor",
-            RxState::Translate => "translate",
-            RxState::Drain => "drain",
-        }
-    }
-}
-
-/// A frame the GEC has delivered.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RxIn {
-    pub slot: u16,
-    pub len: u32,
-    pub msg: MsgId,
-    pub at: Time,
-}
-
-/// The frame in the front end.
-#[derive(Clone, Debug)]
-pub(crate) struct RxWork {
-    pub frame: RxIn,
-    pub mark: Time,
-    pub hdr: Option<WireHeaderRepr>,
-    pub src: MacAddr,
-    /// The message the payload belongs to.
-    pub target: Option<u64>,
-    /// Payload chunks still to move, and runs queued or moving.
-    pub plan: VecDeque<Chunk>,
-    pub moving: u32,
-}
-
-/// The receive path.
-#[derive(Clone, Debug)]
-pub(crate) struct RxPath {
-    pub queue: VecDeque<RxIn>,
-    pub cur: Option<RxWork>,
-    pub fsm: Fsm<RxState>,
-    pub fifo: FifoSpace,
-    pub mover: Mover<RxRun>,
-    pub mover_fsm: Fsm<MoverState>,
-}
-
-impl RxPath {
-    /// A path with a Recv FIFO of `fifo` bytes.
-    pub fn new(fifo: u64) -> Self {
-        Self {
-            queue: VecDeque::new(),
-            cur: None,
-            fsm: Fsm::new("rx", RxState::Idle),
-            fifo: FifoSpace::new(fifo),
-            mover: Mover::default(),
-            mover_fsm: Fsm::new("rx.mover", MoverState::Idle),
-        }
-    }
-}
 
 impl Engine {
     /// The GEC delivered a frame into RX buffer `slot`.
-    pub(crate) fn rx_frame<M: EngineMsg>(
-        &mut self,
-        slot: u16,
-        len: u32,
-        msg: MsgId,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(crate) fn rx_frame(&mut self, slot: u16, len: u32, msg: MsgId, io: &mut Io) {
         self.stats.rx_frames += 1;
-        self.rx.queue.push_back(RxIn {
+        self.recv.front.queue.push_back(RxIn {
             slot,
             len,
             msg,
-            at: ctx.now(),
+            at: io.now(),
         });
-        self.rx_next(ctx);
+        self.rx_next(io);
     }
 
     /// Starts the header check of the next frame if the front end is free.
-    pub(crate) fn rx_next<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) {
-        if self.rx.cur.is_some() {
+    pub(crate) fn rx_next(&mut self, io: &mut Io) {
+        if self.recv.front.cur.is_some() {
             return;
         }
-        let Some(frame) = self.rx.queue.pop_front() else {
-            self.rx.fsm.set(RxState::Idle, ctx);
+        let Some(frame) = self.recv.front.queue.pop_front() else {
+            self.recv.front.fsm.set(RxState::Idle, io);
             return;
         };
         let mut mark = frame.at;
-        span(ctx, frame.msg, "rx queue wait", &mut mark);
-        self.rx.cur = Some(RxWork {
+        span(io, frame.msg, "rx queue wait", &mut mark);
+        self.recv.front.cur = Some(RxWork {
             frame,
             mark,
             hdr: None,
@@ -141,33 +58,26 @@ impl Engine {
             plan: VecDeque::new(),
             moving: 0,
         });
-        self.rx.fsm.set(RxState::HeaderCheck, ctx);
+        self.recv.front.fsm.set(RxState::HeaderCheck, io);
         let words = super::fifo::words(HEADERS_LEN as u64);
         let wait = Cycles(words.saturating_add(self.params.header_check_cycles.0));
-        ctx.wake_after(wait, NicMsg::Engine(EngineWake::HeaderChecked).into());
+        io.wake_after(wait, EngineWake::HeaderChecked);
     }
 
     /// The frame in the front end is done: release its slot, take the next.
-    pub(crate) fn rx_release<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) {
-        if let Some(w) = self.rx.cur.take() {
-            ctx.send(
-                self.ports.gec,
-                MacMsg::GecRxRelease { slot: w.frame.slot }.into(),
-            );
+    pub(crate) fn rx_release(&mut self, io: &mut Io) {
+        if let Some(w) = self.recv.front.cur.take() {
+            io.to_gec(Cycles(1), MacMsg::GecRxRelease { slot: w.frame.slot });
         }
-        self.rx_next(ctx);
+        self.rx_next(io);
     }
 
     /// The header of the frame in the front end has been read and compared.
-    pub(crate) fn header_checked<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        let Some(w) = self.rx.cur.as_mut() else {
+    pub(crate) fn header_checked(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        let Some(w) = self.recv.front.cur.as_mut() else {
             return;
         };
-        span(ctx, w.frame.msg, "header check", &mut w.mark);
+        span(io, w.frame.msg, "header check", &mut w.mark);
         let slot_len = self.layout.slot_bytes;
         let len = u64::from(w.frame.len).min(slot_len);
         let bytes = self
@@ -185,7 +95,7 @@ impl Engine {
                     RxDrop::Malformed => self.stats.rx_malformed += 1,
                 }
                 tracing::debug!(target: "nic::rx", ?e, "frame dropped");
-                self.rx_release(ctx);
+                self.rx_release(io);
                 return;
             }
         };
@@ -195,36 +105,34 @@ impl Engine {
         let h = parsed.hdr;
         let src = parsed.eth.src;
         match h.op {
-            WireOp::Send | WireOp::RdmaWrite => self.rx_data(ctx, ram),
+            WireOp::Send | WireOp::RdmaWrite => self.rx_data(io, ram),
             WireOp::Ack => {
-                if self.is_peer(h.dst_vi, src, h.src_vi) {
+                if self.vis.is_peer(h.dst_vi, src, h.src_vi) {
                     let status = Status::from_bits_retain(h.immediate);
-                    let arrived = self.rx.cur.as_ref().map_or(ctx.now(), |w| w.frame.at);
-                    self.ack_received(h.dst_vi, h.seq, status, arrived, ctx, ram);
+                    let arrived = self
+                        .recv
+                        .front
+                        .cur
+                        .as_ref()
+                        .map_or(io.now(), |w| w.frame.at);
+                    self.ack_received(h.dst_vi, h.seq, status, arrived, io, ram);
                 } else {
                     self.stats.rx_not_connected += 1;
                 }
-                self.rx_release(ctx);
+                self.rx_release(io);
             }
             WireOp::ConnectRequest
             | WireOp::ConnectAccept
             | WireOp::ConnectReject
             | WireOp::Disconnect => {
                 let payload = payload.to_vec();
-                self.control_received(h, src, &payload, ctx, ram);
-                self.rx_release(ctx);
+                self.control_received(h, src, &payload, io, ram);
+                self.rx_release(io);
             }
             WireOp::Unknown(_) => {
                 self.stats.rx_bad_op += 1;
-                self.rx_release(ctx);
+                self.rx_release(io);
             }
         }
-    }
-
-    /// Whether VI `vi` exists, is connected, and its peer is (`mac`, `peer_vi`).
-    pub(crate) fn is_peer(&self, vi: u16, mac: MacAddr, peer_vi: u16) -> bool {
-        self.vi_ref(vi).is_some_and(|v| {
-            v.state() == super::vi::ViState::Connected && v.peer_mac == mac && v.peer_vi == peer_vi
-        })
     }
 }

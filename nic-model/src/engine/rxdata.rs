@@ -24,56 +24,22 @@
 //! The payload's way into host memory is in `rxdrain`, the receiver's errors in
 //! `rxerror`, receive descriptors in `recvdesc`.
 
-use super::pending::{pages_for, span, AttFor};
-use super::rx::RxState;
-use super::rxdrain::Chunk;
-use super::tx::DESC_HEAD;
-use super::{Engine, EngineMsg};
+use super::io::{span, Io};
+use super::unit::outstanding::{pages_for, AttFor};
+use super::unit::recv::{Chunk, RecvDesc, RxMessage, RxState};
+use super::unit::send::DESC_HEAD;
+use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
-use sim_kernel::{Ctx, MsgId, Time};
 use via_abi::wire_header::{WireFlags, WireOp};
-use via_abi::{DescriptorRepr, MemHandle, Status};
-
-/// A receive descriptor taken for a message.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RecvDesc {
-    pub va: u64,
-    pub handle: MemHandle,
-    pub pieces: Vec<Piece>,
-    pub bytes: Vec<u8>,
-    pub repr: Option<DescriptorRepr>,
-    pub seg_pieces: Vec<Vec<Piece>>,
-    pub translating: usize,
-    pub status: Status,
-    pub ready: bool,
-}
-
-/// A message being received (or completing).
-#[derive(Clone, Debug)]
-pub(crate) struct RxMessage {
-    pub vi: u16,
-    pub msg: MsgId,
-    pub op: WireOp,
-    pub len: u32,
-    pub next_off: u64,
-    pub immediate: Option<u32>,
-    pub desc: Option<RecvDesc>,
-    pub failed: bool,
-    pub last_seen: bool,
-    pub drained: bool,
-    pub outstanding: u32,
-    pub last_seq: u32,
-    pub reliable: bool,
-    pub mark: Time,
-    pub completed: bool,
-}
+use via_abi::Status;
 
 impl Engine {
     /// A data frame passed the header check.
-    pub(crate) fn rx_data<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
+    pub(crate) fn rx_data(&mut self, io: &mut Io, ram: &mut BufferRam) {
         let Some((h, src, msg)) = self
-            .rx
+            .recv
+            .front
             .cur
             .as_ref()
             .and_then(|w| Some((w.hdr?, w.src, w.frame.msg)))
@@ -81,17 +47,17 @@ impl Engine {
             return;
         };
         let n = h.dst_vi;
-        if self.vi_ref(n).is_none() {
+        if self.vis.get(n).is_none() {
             self.stats.rx_no_vi += 1;
-            self.rx_release(ctx);
+            self.rx_release(io);
             return;
         }
-        if !self.is_peer(n, src, h.src_vi) {
+        if !self.vis.is_peer(n, src, h.src_vi) {
             self.stats.rx_not_connected += 1;
-            self.rx_release(ctx);
+            self.rx_release(io);
             return;
         }
-        let Some(vi) = self.vi_mut(n) else {
+        let Some(vi) = self.vis.get_mut(n) else {
             return;
         };
         if h.seq != vi.rx_seq {
@@ -104,10 +70,10 @@ impl Engine {
                 Status::TRANSPORT_ERROR,
                 Some(Status::TRANSPORT_ERROR),
                 true,
-                ctx,
+                io,
                 ram,
             );
-            self.rx_release(ctx);
+            self.rx_release(io);
             return;
         }
         vi.rx_seq = vi.rx_seq.wrapping_add(1);
@@ -116,14 +82,13 @@ impl Engine {
         let last = h.flags.contains(WireFlags::LAST);
         let id = if h.flags.contains(WireFlags::FIRST) {
             if cur.is_some() {
-                if let Some(v) = self.vi_mut(n) {
+                if let Some(v) = self.vis.get_mut(n) {
                     v.counters.rx_fragment_errors += 1;
                 }
-                self.abandon_rx(n, Status::TRANSPORT_ERROR, ctx);
+                self.abandon_rx(n, Status::TRANSPORT_ERROR, io);
             }
-            self.next_id += 1;
-            let id = self.next_id;
-            self.rx_msgs.insert(
+            let id = self.recv.new_id();
+            self.recv.msgs.insert(
                 id,
                 RxMessage {
                     vi: n,
@@ -142,24 +107,24 @@ impl Engine {
                     outstanding: 0,
                     last_seq: h.seq,
                     reliable,
-                    mark: ctx.now(),
+                    mark: io.now(),
                     completed: false,
                 },
             );
-            if let Some(vi) = self.vi_mut(n) {
+            if let Some(vi) = self.vis.get_mut(n) {
                 vi.rx_cur = Some(id);
             }
             id
         } else {
             let cont = cur.filter(|id| {
-                self.rx_msgs.get(id).is_some_and(|m| {
+                self.recv.msgs.get(id).is_some_and(|m| {
                     m.op == h.op && m.len == h.msg_len && m.next_off == u64::from(h.frag_offset)
                 })
             });
             match cont {
                 Some(id) => id,
                 None => {
-                    if let Some(v) = self.vi_mut(n) {
+                    if let Some(v) = self.vis.get_mut(n) {
                         v.counters.rx_fragment_errors += 1;
                     }
                     self.rx_error(
@@ -168,56 +133,62 @@ impl Engine {
                         Status::TRANSPORT_ERROR,
                         Some(Status::TRANSPORT_ERROR),
                         last,
-                        ctx,
+                        io,
                         ram,
                     );
-                    self.rx_release(ctx);
+                    self.rx_release(io);
                     return;
                 }
             }
         };
-        let Some(m) = self.rx_msgs.get_mut(&id) else {
+        let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
         if m.failed {
-            if let Some(vi) = self.vis.get_mut(usize::from(n)).and_then(Option::as_mut) {
+            if let Some(vi) = self.vis.get_mut(n) {
                 vi.counters.rx_dropped_after_error += 1;
                 if last {
                     vi.rx_cur = None;
                 }
             }
-            self.rx_check_complete(id, ctx);
-            self.rx_release(ctx);
+            self.rx_check_complete(id, io);
+            self.rx_release(io);
             return;
         }
         m.next_off += u64::from(h.frag_len);
         m.last_seq = h.seq;
         m.last_seen = last;
-        if let Some(w) = self.rx.cur.as_mut() {
+        if let Some(w) = self.recv.front.cur.as_mut() {
             w.target = Some(id);
         }
-        self.rx_continue(ctx, ram);
+        self.rx_continue(io, ram);
     }
 
     /// Takes the frame in the front end to its next step.
-    pub(crate) fn rx_continue<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
-        let Some((h, id)) = self.rx.cur.as_ref().and_then(|w| Some((w.hdr?, w.target?))) else {
+    pub(crate) fn rx_continue(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        let Some((h, id)) = self
+            .recv
+            .front
+            .cur
+            .as_ref()
+            .and_then(|w| Some((w.hdr?, w.target?)))
+        else {
             return;
         };
-        let Some(m) = self.rx_msgs.get(&id) else {
-            self.rx_release(ctx);
+        let Some(m) = self.recv.msgs.get(&id) else {
+            self.rx_release(io);
             return;
         };
         if m.failed {
-            self.rx_release(ctx);
+            self.rx_release(io);
             return;
         }
         let (n, msg) = (m.vi, m.msg);
         let needs_desc = m.op == WireOp::Send || m.immediate.is_some();
         if needs_desc && m.desc.is_none() {
-            let posted = self.vi_mut(n).and_then(|v| v.recv_queue.pop_front());
+            let posted = self.vis.get_mut(n).and_then(|v| v.recv_queue.pop_front());
             let Some(p) = posted else {
-                if let Some(v) = self.vi_mut(n) {
+                if let Some(v) = self.vis.get_mut(n) {
                     v.counters.rx_no_descriptor += 1;
                 }
                 self.rx_error(
@@ -226,24 +197,27 @@ impl Engine {
                     Status::REMOTE_DESCRIPTOR_ERROR,
                     None,
                     h.flags.contains(WireFlags::LAST),
-                    ctx,
+                    io,
                     ram,
                 );
-                self.rx_release(ctx);
+                self.rx_release(io);
                 return;
             };
-            if let Some(m) = self.rx_msgs.get_mut(&id) {
+            if let Some(m) = self.recv.msgs.get_mut(&id) {
                 m.desc = Some(RecvDesc {
                     va: p.va,
                     handle: p.handle,
                     ..RecvDesc::default()
                 });
             }
-            self.rx.fsm.set(RxState::Descriptor, ctx);
-            let ptag = self.vi_ptag(n);
-            self.translate(
-                ctx,
-                AttFor::RecvDesc { id, rest: false },
+            self.recv.front.fsm.set(RxState::Descriptor, io);
+            let ptag = self.vis.ptag(n);
+            self.outstanding.translate(
+                io,
+                AttFor::RecvDesc {
+                    rx: id,
+                    rest: false,
+                },
                 msg,
                 p.handle,
                 p.va,
@@ -254,18 +228,18 @@ impl Engine {
             return;
         }
         if h.frag_len == 0 {
-            self.rx_frame_done(ctx, ram);
+            self.rx_frame_done(io, ram);
             return;
         }
         if m.op == WireOp::RdmaWrite {
-            let allowed = self.vi_ref(n).is_some_and(|v| v.rdma_write);
+            let allowed = self.vis.get(n).is_some_and(|v| v.rdma_write);
             let va = h.remote_va.checked_add(u64::from(h.frag_offset));
             match (allowed, va) {
                 (true, Some(va)) => {
-                    self.rx.fsm.set(RxState::Translate, ctx);
-                    let ptag = self.vi_ptag(n);
-                    self.translate(
-                        ctx,
+                    self.recv.front.fsm.set(RxState::Translate, io);
+                    let ptag = self.vis.ptag(n);
+                    self.outstanding.translate(
+                        io,
                         AttFor::Remote,
                         msg,
                         h.remote_handle,
@@ -275,7 +249,7 @@ impl Engine {
                         ptag,
                     );
                 }
-                _ => self.remote_refused(ctx, ram),
+                _ => self.remote_refused(io, ram),
             }
             return;
         }
@@ -309,28 +283,28 @@ impl Engine {
                 seg_start = seg_end;
             }
         }
-        self.rx_start_drain(plan, ctx, ram);
+        self.rx_start_drain(plan, io, ram);
     }
 
     /// The remote range of an RDMA write was translated (or refused).
-    pub(crate) fn remote_translated<M: EngineMsg>(
+    pub(crate) fn remote_translated(
         &mut self,
         result: Result<Vec<Piece>, TranslateError>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let Some(id) = self.rx.cur.as_ref().and_then(|w| w.target) else {
+        let Some(id) = self.recv.front.cur.as_ref().and_then(|w| w.target) else {
             return;
         };
-        if self.rx_abandoned(id, ctx) {
+        if self.rx_abandoned(id, io) {
             return;
         }
-        let Some(w) = self.rx.cur.as_mut() else {
+        let Some(w) = self.recv.front.cur.as_mut() else {
             return;
         };
-        span(ctx, w.frame.msg, "remote translate", &mut w.mark);
+        span(io, w.frame.msg, "remote translate", &mut w.mark);
         let Ok(pieces) = result else {
-            self.remote_refused(ctx, ram);
+            self.remote_refused(io, ram);
             return;
         };
         let len = w.hdr.map_or(0, |h| u64::from(h.frag_len));
@@ -346,15 +320,15 @@ impl Engine {
             });
             o += n;
         }
-        self.rx_start_drain(plan, ctx, ram);
+        self.rx_start_drain(plan, io, ram);
     }
 
     /// An RDMA write was refused (by the VI or the ATT): no byte is written.
-    fn remote_refused<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
-        let Some(h) = self.rx.cur.as_ref().and_then(|w| w.hdr) else {
+    fn remote_refused(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        let Some(h) = self.recv.front.cur.as_ref().and_then(|w| w.hdr) else {
             return;
         };
-        if let Some(v) = self.vi_mut(h.dst_vi) {
+        if let Some(v) = self.vis.get_mut(h.dst_vi) {
             v.counters.rx_protection_errors += 1;
         }
         tracing::debug!(target: "nic::rx", vi = h.dst_vi, va = h.remote_va, "RDMA write refused");
@@ -365,9 +339,9 @@ impl Engine {
             Status::RDMA_PROTECTION_ERROR,
             Some(Status::RDMA_PROTECTION_ERROR),
             last,
-            ctx,
+            io,
             ram,
         );
-        self.rx_release(ctx);
+        self.rx_release(io);
     }
 }

@@ -10,77 +10,57 @@
 //! descriptor's length, status and immediate data written (`status write`); on a
 //! reliable VI the sender gets an Ack.
 
-use super::complete::{JobKind, StatusJob};
 use super::fifo::{cycles_until, Run, RX_MOVER_PRIORITY};
 use super::frame::HEADERS_LEN;
-use super::pending::{span, DmaFor};
-use super::rx::RxState;
-use super::{Engine, EngineMsg, EngineWake};
-use crate::msg::NicMsg;
+use super::ids::{MoverGen, RxId};
+use super::io::{span, Io};
+use super::unit::completion::{JobKind, StatusJob};
+use super::unit::outstanding::DmaFor;
+use super::unit::recv::{Chunk, RxRun, RxState};
+use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
 use pci_model::{DmaDone, DmaStatus};
-use sim_kernel::Ctx;
 use std::collections::VecDeque;
 use via_abi::descriptor::control_segment;
 use via_abi::wire_header::WireOp;
 use via_abi::{CompletedOp, Status};
 
-/// A chunk of a frame's payload to move and write.
-#[derive(Clone, Debug)]
-pub(crate) struct Chunk {
-    /// Offset in the frame's payload.
-    pub off: u64,
-    pub len: u64,
-    /// Host pages it goes to (ATT layout).
-    pub pages: Vec<u64>,
-}
-
-/// A run of the RX mover: a chunk on its way into the Recv FIFO.
-#[derive(Clone, Debug)]
-pub(crate) struct RxRun {
-    pub src: u64,
-    pub len: u64,
-    pub data: Vec<u8>,
-    pub pages: Vec<u64>,
-    pub msg: u64,
-}
-
 impl Engine {
-    pub(crate) fn rx_start_drain<M: EngineMsg>(
+    pub(crate) fn rx_start_drain(
         &mut self,
         plan: VecDeque<Chunk>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        if let Some(w) = self.rx.cur.as_mut() {
+        if let Some(w) = self.recv.front.cur.as_mut() {
             w.plan = plan;
         }
-        self.rx.fsm.set(RxState::Drain, ctx);
-        self.rx_drain(ctx, ram);
+        self.recv.front.fsm.set(RxState::Drain, io);
+        self.rx_drain(io, ram);
     }
 
     /// Starts moving the planned chunks that fit in the Recv FIFO.
-    pub(crate) fn rx_drain<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
-        if self.rx.fsm.state() != RxState::Drain {
+    pub(crate) fn rx_drain(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        if self.recv.front.fsm.state() != RxState::Drain {
             return;
         }
-        let Some(w) = self.rx.cur.as_mut() else {
+        let Some(w) = self.recv.front.cur.as_mut() else {
             return;
         };
         let (Some(id), Ok(base)) = (w.target, self.layout.rx_buffer(w.frame.slot)) else {
             return;
         };
-        let now = ctx.now();
+        let now = io.now();
         while let Some(c) = w.plan.front() {
-            if !self.rx.fifo.reserve(c.len) {
+            if !self.recv.front.fifo.reserve(c.len) {
                 break;
             }
             let Some(c) = w.plan.pop_front() else {
                 break;
             };
-            self.stats.recv_fifo_max = self.stats.recv_fifo_max.max(self.rx.fifo.used);
+            self.stats.recv_fifo_max = self.stats.recv_fifo_max.max(self.recv.front.fifo.used);
             w.moving += 1;
-            self.rx.mover.push(Run {
+            self.recv.front.mover.push(Run {
                 bytes: c.len,
                 ready: now,
                 tag: RxRun {
@@ -93,40 +73,40 @@ impl Engine {
             });
         }
         let done = w.plan.is_empty() && w.moving == 0;
-        self.kick_rx_mover(ctx);
+        self.kick_rx_mover(io);
         if done {
-            self.rx_frame_done(ctx, ram);
+            self.rx_frame_done(io, ram);
         }
     }
 
-    fn kick_rx_mover<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) {
-        let period = ctx.my_domain().period();
-        self.rx.mover.start_next(ctx.now(), period);
-        if let Some(t) = self.rx.mover.wake_needed(self.params.stepping, period) {
-            let gen = self.rx.mover.gen;
-            let n = cycles_until(ctx.now(), t, period);
-            let wake = NicMsg::Engine(EngineWake::RxMover { gen });
-            ctx.wake_after_with(n, RX_MOVER_PRIORITY, wake.into());
+    fn kick_rx_mover(&mut self, io: &mut Io) {
+        let period = io.my_domain().period();
+        self.recv.front.mover.start_next(io.now(), period);
+        if let Some(t) = self
+            .recv
+            .front
+            .mover
+            .wake_needed(self.params.stepping, period)
+        {
+            let gen = self.recv.front.mover.gen;
+            let n = cycles_until(io.now(), t, period);
+            let wake = EngineWake::RxMover { gen };
+            io.wake_after_with(n, RX_MOVER_PRIORITY, wake);
         }
-        let st = self.rx.mover.state();
-        self.rx.mover_fsm.set(st, ctx);
+        let st = self.recv.front.mover.state();
+        self.recv.front.mover_fsm.set(st, io);
     }
 
     /// The RX mover's wake-up: read the words due, hand finished chunks to the DMA.
-    pub(crate) fn rx_mover_woken<M: EngineMsg>(
-        &mut self,
-        gen: u64,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        if !self.rx.mover.woken(gen) {
+    pub(crate) fn rx_mover_woken(&mut self, gen: MoverGen, io: &mut Io, ram: &mut BufferRam) {
+        if !self.recv.front.mover.woken(gen) {
             return;
         }
-        let period = ctx.my_domain().period();
-        let now = ctx.now();
-        while let Some(p) = self.rx.mover.advance(now, period) {
+        let period = io.my_domain().period();
+        let now = io.now();
+        while let Some(p) = self.recv.front.mover.advance(now, period) {
             self.stats.rx_words += p.to - p.from;
-            if let Some(a) = self.rx.mover.current_mut() {
+            if let Some(a) = self.recv.front.mover.current_mut() {
                 let run = &mut a.run.tag;
                 let from = (p.from * 4).min(run.len);
                 let to = (p.to * 4).min(run.len);
@@ -138,71 +118,67 @@ impl Engine {
             if !p.finished {
                 break;
             }
-            if let Some(run) = self.rx.mover.take_finished() {
+            if let Some(run) = self.recv.front.mover.take_finished() {
                 let r = run.tag;
-                if let Some(w) = self.rx.cur.as_mut() {
+                if let Some(w) = self.recv.front.cur.as_mut() {
                     w.moving = w.moving.saturating_sub(1);
                 }
-                if let Some(m) = self.rx_msgs.get_mut(&r.msg) {
+                if let Some(m) = self.recv.msgs.get_mut(&r.msg) {
                     m.outstanding += 1;
                 }
-                self.dma_write(
-                    ctx,
+                self.outstanding.dma_write(
+                    io,
                     DmaFor::RxChunk {
-                        id: r.msg,
+                        rx: r.msg,
                         len: r.len,
                     },
                     r.pages,
                     r.data,
                 );
             }
-            self.rx.mover.start_next(now, period);
+            self.recv.front.mover.start_next(now, period);
         }
-        self.rx_drain(ctx, ram);
-        self.kick_rx_mover(ctx);
+        self.rx_drain(io, ram);
+        self.kick_rx_mover(io);
     }
 
     /// Every chunk of the frame in the front end is in the Recv FIFO: release its slot.
-    pub(crate) fn rx_frame_done<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        _ram: &mut BufferRam,
-    ) {
-        let Some(w) = self.rx.cur.as_mut() else {
+    pub(crate) fn rx_frame_done(&mut self, io: &mut Io, _ram: &mut BufferRam) {
+        let Some(w) = self.recv.front.cur.as_mut() else {
             return;
         };
-        span(ctx, w.frame.msg, "rx buffer drain", &mut w.mark);
+        span(io, w.frame.msg, "rx buffer drain", &mut w.mark);
         if let Some(id) = w.target {
-            let now = ctx.now();
-            if let Some(m) = self.rx_msgs.get_mut(&id) {
+            let now = io.now();
+            if let Some(m) = self.recv.msgs.get_mut(&id) {
                 if m.last_seen {
                     m.drained = true;
                     m.mark = now;
                     let n = m.vi;
-                    if let Some(v) = self.vi_mut(n) {
+                    if let Some(v) = self.vis.get_mut(n) {
                         if v.rx_cur == Some(id) {
                             v.rx_cur = None;
                         }
                     }
                 }
             }
-            self.rx_check_complete(id, ctx);
+            self.rx_check_complete(id, io);
         }
-        self.rx_release(ctx);
+        self.rx_release(io);
     }
 
     /// A chunk's DMA write ended.
-    pub(crate) fn rx_chunk_written<M: EngineMsg>(
+    pub(crate) fn rx_chunk_written(
         &mut self,
-        id: u64,
+        id: RxId,
         len: u64,
         done: &DmaDone,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        self.rx.fifo.release(len);
+        self.recv.front.fifo.release(len);
         let ok = done.status == DmaStatus::Ok;
-        if let Some(m) = self.rx_msgs.get_mut(&id) {
+        if let Some(m) = self.recv.msgs.get_mut(&id) {
             m.outstanding = m.outstanding.saturating_sub(1);
             if ok {
                 if m.op == WireOp::RdmaWrite {
@@ -215,13 +191,13 @@ impl Engine {
                 m.failed = true;
             }
         }
-        self.rx_check_complete(id, ctx);
-        self.rx_drain(ctx, ram);
+        self.rx_check_complete(id, io);
+        self.rx_drain(io, ram);
     }
 
     /// Completes message `id` once it is drained and its writes are done.
-    pub(crate) fn rx_check_complete<M: EngineMsg>(&mut self, id: u64, ctx: &mut Ctx<'_, M>) {
-        let Some(m) = self.rx_msgs.get_mut(&id) else {
+    pub(crate) fn rx_check_complete(&mut self, id: RxId, io: &mut Io) {
+        let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
         if m.outstanding > 0 || m.completed {
@@ -229,9 +205,9 @@ impl Engine {
         }
         if m.failed {
             let n = m.vi;
-            let current = self.vi_ref(n).is_some_and(|v| v.rx_cur == Some(id));
+            let current = self.vis.get(n).is_some_and(|v| v.rx_cur == Some(id));
             if !current {
-                self.rx_msgs.remove(&id);
+                self.recv.msgs.remove(&id);
             }
             return;
         }
@@ -239,19 +215,19 @@ impl Engine {
             return;
         }
         m.completed = true;
-        span(ctx, m.msg, "payload DMA write", &mut m.mark);
+        span(io, m.msg, "payload DMA write", &mut m.mark);
         let (n, msg, seq, reliable, mark) = (m.vi, m.msg, m.last_seq, m.reliable, m.mark);
-        if let Some(v) = self.vi_mut(n) {
+        if let Some(v) = self.vis.get_mut(n) {
             v.counters.messages_received += 1;
         }
         if reliable {
-            self.send_ack(n, seq, Status::empty(), msg, ctx);
+            self.send_ack(n, seq, Status::empty(), msg, io);
         }
-        let Some(m) = self.rx_msgs.get(&id) else {
+        let Some(m) = self.recv.msgs.get(&id) else {
             return;
         };
         let Some(d) = m.desc.as_ref() else {
-            self.rx_msgs.remove(&id);
+            self.recv.msgs.remove(&id);
             return;
         };
         let op = if m.op == WireOp::RdmaWrite {
@@ -274,13 +250,13 @@ impl Engine {
         let job = StatusJob {
             msg,
             vi: n,
-            kind: JobKind::Recv { id },
+            kind: JobKind::Recv { rx: id },
             mark,
             va: d.va.wrapping_add(offset),
             handle: d.handle,
             bytes,
         };
         let pieces = d.pieces.clone();
-        self.write_status(job, &pieces, offset, ctx);
+        self.write_status(job, &pieces, offset, io);
     }
 }

@@ -7,14 +7,15 @@
 //! Acks and Naks are control frames (`frame`): `seq` names the fragment, `immediate`
 //! carries the error bits (0 for an Ack).
 
-use super::complete::{JobKind, StatusJob};
 use super::frame::control;
-use super::tx::STATUS_OFFSET;
-use super::txdata::ControlFrame;
-use super::vi::ViState;
-use super::{Engine, EngineMsg};
+use super::ids::RxId;
+use super::io::Io;
+use super::unit::completion::{JobKind, StatusJob};
+use super::unit::send::{ControlFrame, STATUS_OFFSET};
+use super::unit::vi::ViState;
+use super::Engine;
 use gige_mac::BufferRam;
-use sim_kernel::{Ctx, MsgId};
+use sim_kernel::MsgId;
 use via_abi::wire_header::WireOp;
 use via_abi::{CompletedOp, Status};
 
@@ -22,46 +23,41 @@ impl Engine {
     /// Message `id` of the frame in the front end failed with `nak` (the error bits the
     /// sender gets on a reliable VI) and `local` (written into its receive descriptor).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn rx_error<M: EngineMsg>(
+    pub(crate) fn rx_error(
         &mut self,
         n: u16,
         seq: u32,
         nak: Status,
         local: Option<Status>,
         last: bool,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let Some(vi) = self.vi_mut(n) else {
+        let Some(vi) = self.vis.get_mut(n) else {
             return;
         };
         vi.counters.last_rx_error = nak | local.unwrap_or(Status::empty());
         let (reliable, cur) = (vi.reliable(), vi.rx_cur);
         let msg = cur
-            .and_then(|id| self.rx_msgs.get(&id))
+            .and_then(|id| self.recv.msgs.get(&id))
             .map_or(MsgId(0), |m| m.msg);
         if let Some(id) = cur {
             if last {
-                if let Some(v) = self.vi_mut(n) {
+                if let Some(v) = self.vis.get_mut(n) {
                     v.rx_cur = None;
                 }
             }
-            self.fail_message(id, local.unwrap_or(nak), ctx);
+            self.fail_message(id, local.unwrap_or(nak), io);
         }
         if reliable {
-            self.send_ack(n, seq, nak, msg, ctx);
-            self.set_vi_state(n, ViState::Error, ctx, ram);
+            self.send_ack(n, seq, nak, msg, io);
+            self.set_vi_state(n, ViState::Error, io, ram);
         }
     }
 
     /// Message `id` failed: its receive descriptor (if fetched) completes with `local`.
-    pub(crate) fn fail_message<M: EngineMsg>(
-        &mut self,
-        id: u64,
-        local: Status,
-        ctx: &mut Ctx<'_, M>,
-    ) {
-        let Some(m) = self.rx_msgs.get_mut(&id) else {
+    pub(crate) fn fail_message(&mut self, id: RxId, local: Status, io: &mut Io) {
+        let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
         if m.failed {
@@ -83,7 +79,7 @@ impl Engine {
                     msg: m.msg,
                     vi: n,
                     kind: JobKind::Flush,
-                    mark: ctx.now(),
+                    mark: io.now(),
                     va: d.va.wrapping_add(STATUS_OFFSET - 4),
                     handle: d.handle,
                     bytes,
@@ -93,35 +89,23 @@ impl Engine {
         });
         if let Some((job, pieces)) = job {
             m.completed = true;
-            self.write_status(job, &pieces, STATUS_OFFSET - 4, ctx);
+            self.write_status(job, &pieces, STATUS_OFFSET - 4, io);
         }
-        self.rx_check_complete(id, ctx);
+        self.rx_check_complete(id, io);
     }
 
     /// Abandons the message VI `n` is receiving (a new message started, or the VI left
     /// `connected`).
-    pub(crate) fn abandon_rx<M: EngineMsg>(
-        &mut self,
-        n: u16,
-        status: Status,
-        ctx: &mut Ctx<'_, M>,
-    ) {
-        let Some(id) = self.vi_mut(n).and_then(|v| v.rx_cur.take()) else {
+    pub(crate) fn abandon_rx(&mut self, n: u16, status: Status, io: &mut Io) {
+        let Some(id) = self.vis.get_mut(n).and_then(|v| v.rx_cur.take()) else {
             return;
         };
-        self.fail_message(id, status, ctx);
+        self.fail_message(id, status, io);
     }
 
     /// Queues an Ack (`status` empty) or Nak for fragment `seq` to VI `n`'s peer.
-    pub(crate) fn send_ack<M: EngineMsg>(
-        &mut self,
-        n: u16,
-        seq: u32,
-        status: Status,
-        msg: MsgId,
-        ctx: &mut Ctx<'_, M>,
-    ) {
-        let Some(v) = self.vi_mut(n) else {
+    pub(crate) fn send_ack(&mut self, n: u16, seq: u32, status: Status, msg: MsgId, io: &mut Io) {
+        let Some(v) = self.vis.get_mut(n) else {
             return;
         };
         if status.is_error() {
@@ -133,12 +117,12 @@ impl Engine {
         hdr.seq = seq;
         hdr.immediate = status.errors().bits();
         let dst = v.peer_mac;
-        self.tx.control.push_back(ControlFrame {
+        self.send.tx.control.push_back(ControlFrame {
             dst,
             hdr,
             payload: Vec::new(),
             msg,
-            at: ctx.now(),
+            at: io.now(),
         });
     }
 }

@@ -25,125 +25,32 @@
 //! A descriptor whose own first 64 bytes do not translate or read cannot be completed
 //! (no status can be written): it is counted in `descriptors_unreachable`.
 
-use super::doorbell::Entry;
-use super::pending::{pages_for, span, AttFor, DmaFor};
-use super::vi::ViState;
-use super::{Engine, EngineMsg, EngineWake};
+use super::ids::SendId;
+use super::io::{span, Io};
+use super::unit::doorbell::Entry;
+use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::unit::send::{SendCtx, SendPhase, DESC_HEAD};
+use super::unit::vi::ViState;
+use super::{Engine, EngineWake};
 use crate::att::{AccessKind, Piece, TranslateError};
-use crate::msg::NicMsg;
 use gige_mac::BufferRam;
 use pci_model::DmaDone;
-use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
-use via_abi::descriptor::{control_segment, descriptor_len, is_descriptor_aligned, ControlSegment};
-use via_abi::{DescriptorRepr, MacAddr, MemHandle, Op, Status};
-
-/// Bytes of a descriptor read first.
-pub(crate) const DESC_HEAD: u64 = 64;
-
-/// Phases of a send context (see the module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SendPhase {
-    /// Translating the descriptor's address.
-    DescTranslate,
-    /// Reading the descriptor.
-    DescRead,
-    /// Decoding and checking it.
-    Decode,
-    /// Translating its data segments.
-    BufTranslate,
-    /// Fragments being fetched and sent.
-    Data,
-    /// Waiting for the last transmission or the acknowledgement.
-    Completing,
-    /// Writing the status.
-    StatusWrite,
-}
-
-impl StateName for SendPhase {
-    fn name(self) -> &'static str {
-        match self {
-            SendPhase::DescTranslate => "desc-translate",
-            SendPhase::DescRead => "desc-read",
-            SendPhase::Decode => "decode",
-            SendPhase::BufTranslate => "buf-translate",
-            SendPhase::Data => "data",
-            SendPhase::Completing => "completing",
-            SendPhase::StatusWrite => "status-write",
-        }
-    }
-}
-
-/// One send descriptor in flight.
-#[derive(Clone, Debug)]
-pub(crate) struct SendCtx {
-    pub id: u64,
-    pub msg: MsgId,
-    pub vi: u16,
-    pub desc_va: u64,
-    pub desc_handle: MemHandle,
-    pub phase: Fsm<SendPhase>,
-    /// End of the last span of the descriptor's front end / completion.
-    pub mark: Time,
-    /// Translation of the descriptor's first 64 bytes.
-    pub desc_pieces: Vec<Piece>,
-    pub desc_bytes: Vec<u8>,
-    pub desc: Option<DescriptorRepr>,
-    /// Translation of each data segment (empty for an empty segment).
-    pub seg_pieces: Vec<Vec<Piece>>,
-    pub translating: usize,
-    /// Error bits so far (and `DESCRIPTOR_FLUSHED`).
-    pub status: Status,
-    pub flush: bool,
-    pub op: Op,
-    /// Message length \[bytes\].
-    pub len: u64,
-    pub frags: u32,
-    /// Fragments given a TX slot / handed over and transmitted.
-    pub assigned: u32,
-    pub transmitted: u32,
-    pub first_seq: u32,
-    pub last_seq: Option<u32>,
-    /// No more fragments will be sent (an error, a Nak).
-    pub aborted: bool,
-    /// The peer acknowledged the last fragment (reliable).
-    pub acked: bool,
-    /// Ready to complete (waiting for its turn in the VI's order).
-    pub ready: bool,
-    /// Its status cannot be written (its own address failed).
-    pub unreachable: bool,
-    pub reliable: bool,
-    pub peer_mac: MacAddr,
-    pub peer_vi: u16,
-    /// Start of the next fragment's first span.
-    pub frag_mark: Time,
-}
-
-impl SendCtx {
-    /// Whether the descriptor is still in the engine's front end (counts against
-    /// `max_send_contexts` and blocks its VI's next send).
-    pub fn in_front(&self) -> bool {
-        !self.ready && !self.aborted && (self.desc.is_none() || self.assigned < self.frags)
-    }
-}
+use sim_kernel::{Fsm, Time};
+use via_abi::descriptor::{descriptor_len, is_descriptor_aligned};
+use via_abi::{Op, Status};
 
 impl Engine {
-    /// Send contexts in their front end.
-    pub(crate) fn active_sends(&self) -> usize {
-        self.sends.values().filter(|s| s.in_front()).count()
-    }
-
     /// A send doorbell was dispatched: take the descriptor into processing.
-    pub(crate) fn start_send<M: EngineMsg>(
+    pub(crate) fn start_send(
         &mut self,
         e: Entry,
         mark: Time,
         bad_queue: bool,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         _ram: &mut BufferRam,
     ) {
-        self.next_id += 1;
-        let id = self.next_id;
-        let Some(vi) = self.vi_mut(e.vi) else {
+        let id = self.send.new_id();
+        let Some(vi) = self.vis.get_mut(e.vi) else {
             return;
         };
         vi.tx_active = Some(id);
@@ -156,8 +63,8 @@ impl Engine {
         }
         self.stats.sends_started += 1;
         let mut phase = Fsm::new("tx", SendPhase::DescTranslate);
-        phase.set(SendPhase::DescTranslate, ctx);
-        self.sends.insert(
+        phase.set(SendPhase::DescTranslate, io);
+        self.send.ctxs.insert(
             id,
             SendCtx {
                 id,
@@ -191,11 +98,11 @@ impl Engine {
                 frag_mark: mark,
             },
         );
-        tracing::debug!(target: "nic::tx", id, vi = e.vi, va = e.rec.desc_va, "send descriptor");
-        self.translate(
-            ctx,
+        tracing::debug!(target: "nic::tx", id = %id, vi = e.vi, va = e.rec.desc_va, "send descriptor");
+        self.outstanding.translate(
+            io,
             AttFor::SendDesc {
-                ctx: id,
+                send: id,
                 rest: false,
             },
             e.msg,
@@ -208,28 +115,28 @@ impl Engine {
     }
 
     /// The ATT answered for a send descriptor (`rest`: its bytes after the first 64).
-    pub(crate) fn send_desc_translated<M: EngineMsg>(
+    pub(crate) fn send_desc_translated(
         &mut self,
-        id: u64,
+        id: SendId,
         rest: bool,
         result: Result<Vec<Piece>, TranslateError>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let Some(s) = self.sends.get_mut(&id) else {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
-        span(ctx, s.msg, "descriptor translate", &mut s.mark);
+        span(io, s.msg, "descriptor translate", &mut s.mark);
         let pieces = match result {
             Ok(p) => p,
             Err(e) if rest => {
                 s.status |= e.status(AccessKind::LocalRead);
-                self.send_ready(id, ctx, ram);
+                self.send_ready(id, io, ram);
                 return;
             }
             Err(e) => {
-                tracing::warn!(target: "nic::tx", id, %e, "descriptor address does not translate");
-                self.send_unreachable(id, ctx, ram);
+                tracing::warn!(target: "nic::tx", id = %id, %e, "descriptor address does not translate");
+                self.send_unreachable(id, io, ram);
                 return;
             }
         };
@@ -240,46 +147,49 @@ impl Engine {
             s.desc_pieces.clone_from(&pieces);
             DESC_HEAD
         };
-        s.phase.set(SendPhase::DescRead, ctx);
+        s.phase.set(SendPhase::DescRead, io);
         match pages_for(&pieces, 0, len) {
-            Some(pages) => self.dma_read(ctx, DmaFor::SendDesc { ctx: id, rest }, pages, len),
-            None => self.send_unreachable(id, ctx, ram),
+            Some(pages) => {
+                self.outstanding
+                    .dma_read(io, DmaFor::SendDesc { send: id, rest }, pages, len)
+            }
+            None => self.send_unreachable(id, io, ram),
         }
     }
 
     /// A DMA read of a send descriptor ended.
-    pub(crate) fn send_desc_read<M: EngineMsg>(
+    pub(crate) fn send_desc_read(
         &mut self,
-        id: u64,
+        id: SendId,
         rest: bool,
         done: DmaDone,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let Some(s) = self.sends.get_mut(&id) else {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
-        span(ctx, s.msg, "descriptor DMA read", &mut s.mark);
+        span(io, s.msg, "descriptor DMA read", &mut s.mark);
         if done.status != pci_model::DmaStatus::Ok {
             self.stats.dma_failures += 1;
             if rest {
                 s.status |= Status::PROTECTION_ERROR;
-                self.send_ready(id, ctx, ram);
+                self.send_ready(id, io, ram);
             } else {
-                self.send_unreachable(id, ctx, ram);
+                self.send_unreachable(id, io, ram);
             }
             return;
         }
         s.desc_bytes.extend_from_slice(&done.data);
         let need = descriptor_len(s.seg_count()) as u64;
         if !rest && need > DESC_HEAD {
-            s.phase.set(SendPhase::DescTranslate, ctx);
+            s.phase.set(SendPhase::DescTranslate, io);
             let (msg, handle, va, vi) = (s.msg, s.desc_handle, s.desc_va, s.vi);
-            let ptag = self.vi_ptag(vi);
-            self.translate(
-                ctx,
+            let ptag = self.vis.ptag(vi);
+            self.outstanding.translate(
+                io,
                 AttFor::SendDesc {
-                    ctx: id,
+                    send: id,
                     rest: true,
                 },
                 msg,
@@ -291,22 +201,12 @@ impl Engine {
             );
             return;
         }
-        s.phase.set(SendPhase::Decode, ctx);
-        ctx.wake_after(
+        s.phase.set(SendPhase::Decode, io);
+        io.wake_after(
             self.params
                 .descriptor_decode_cycles
                 .max(sim_kernel::Cycles(1)),
-            NicMsg::Engine(EngineWake::DescriptorDecoded { ctx: id }).into(),
+            EngineWake::DescriptorDecoded { send: id },
         );
     }
 }
-
-impl SendCtx {
-    /// The segment count the descriptor read so far announces.
-    pub fn seg_count(&self) -> u16 {
-        ControlSegment::new_unchecked(&self.desc_bytes[..]).seg_count()
-    }
-}
-
-/// Offset of the status word in a descriptor.
-pub(crate) const STATUS_OFFSET: u64 = control_segment::field::STATUS.start as u64;

@@ -4,36 +4,32 @@
 //! descriptor's fragments can be fetched (`txdata`). Errors found here complete the
 //! descriptor at once (see `tx`).
 
-use super::pending::{span, AttFor};
-use super::tx::SendPhase;
-use super::{Engine, EngineMsg};
+use super::ids::SendId;
+use super::io::{span, Io};
+use super::unit::outstanding::AttFor;
+use super::unit::send::SendPhase;
+use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
-use sim_kernel::Ctx;
 use via_abi::wire_header::fragment_count;
 use via_abi::{DescriptorRepr, MemHandle, Op, Status, WorkQueue};
 
 impl Engine {
     /// The decode time of a send descriptor is over: check it and translate its buffers.
-    pub(crate) fn send_decoded<M: EngineMsg>(
-        &mut self,
-        id: u64,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        let ptag = match self.sends.get(&id) {
-            Some(s) => self.vi_ptag(s.vi),
+    pub(crate) fn send_decoded(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
+        let ptag = match self.send.ctxs.get(&id) {
+            Some(s) => self.vis.ptag(s.vi),
             None => return,
         };
-        let Some(s) = self.sends.get_mut(&id) else {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
-        span(ctx, s.msg, "descriptor decode", &mut s.mark);
+        span(io, s.msg, "descriptor decode", &mut s.mark);
         let desc = match DescriptorRepr::parse(&s.desc_bytes[..]) {
             Ok(d) => d,
             Err(_) => {
                 s.status |= Status::FORMAT_ERROR;
-                self.send_ready(id, ctx, ram);
+                self.send_ready(id, io, ram);
                 return;
             }
         };
@@ -59,20 +55,20 @@ impl Engine {
         s.seg_pieces = vec![Vec::new(); desc.data.len()];
         s.desc = Some(desc);
         if s.status.is_error() {
-            self.send_ready(id, ctx, ram);
+            self.send_ready(id, io, ram);
             return;
         }
-        s.phase.set(SendPhase::BufTranslate, ctx);
+        s.phase.set(SendPhase::BufTranslate, io);
         s.translating = segs.len();
         let msg = s.msg;
         if segs.is_empty() {
-            self.send_buffers_translated(id, ctx, ram);
+            self.send_buffers_translated(id, io, ram);
             return;
         }
         for (i, va, handle, len) in segs {
-            self.translate(
-                ctx,
-                AttFor::SendBuf { ctx: id, seg: i },
+            self.outstanding.translate(
+                io,
+                AttFor::SendBuf { send: id, seg: i },
                 msg,
                 handle,
                 va,
@@ -84,15 +80,15 @@ impl Engine {
     }
 
     /// The ATT answered for data segment `seg` of a send descriptor.
-    pub(crate) fn send_buf_translated<M: EngineMsg>(
+    pub(crate) fn send_buf_translated(
         &mut self,
-        id: u64,
+        id: SendId,
         seg: usize,
         result: Result<Vec<Piece>, TranslateError>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let Some(s) = self.sends.get_mut(&id) else {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
         match result {
@@ -105,32 +101,21 @@ impl Engine {
         }
         s.translating = s.translating.saturating_sub(1);
         if s.translating == 0 {
-            self.send_buffers_translated(id, ctx, ram);
+            self.send_buffers_translated(id, io, ram);
         }
     }
 
-    fn send_buffers_translated<M: EngineMsg>(
-        &mut self,
-        id: u64,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        let Some(s) = self.sends.get_mut(&id) else {
+    fn send_buffers_translated(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
-        span(ctx, s.msg, "buffer translate", &mut s.mark);
+        span(io, s.msg, "buffer translate", &mut s.mark);
         if s.status.is_error() {
-            self.send_ready(id, ctx, ram);
+            self.send_ready(id, io, ram);
             return;
         }
-        s.phase.set(SendPhase::Data, ctx);
+        s.phase.set(SendPhase::Data, io);
         s.frag_mark = s.mark;
-        self.tx_pump(ctx, ram);
-    }
-
-    /// The protection tag of VI `n` (tag 0, which matches nothing, if it is gone).
-    pub(crate) fn vi_ptag(&self, n: u16) -> via_abi::ProtectionTag {
-        self.vi_ref(n)
-            .map_or(via_abi::ProtectionTag::NONE, |v| v.ptag)
+        self.tx_pump(io, ram);
     }
 }

@@ -4,7 +4,7 @@
 //! (DMA, mover, handoff and completions of slots: `txmove`.)
 //!
 //! ```text
-//!  send ctx (data) --assign slot--> header run (header_build_cycles, 14 words)
+//!  send io (data) --assign slot--> header run (header_build_cycles, 14 words)
 //!                   fetch: DMA read chunks (<= dma_chunk_bytes, <= free Send FIFO)
 //!                   DmaDone --> Send FIFO --one word/clock--> TX buffer slot
 //!  slot filled (header + payload) --ring order--> GecTransmit (handoff_cycles)
@@ -27,122 +27,23 @@
 //! the GEC seeing the handoff). Control frames: `control frame build`, `control frame
 //! handoff`.
 
-use super::fifo::{FifoSpace, Mover, MoverState, Run};
+use super::fifo::Run;
 use super::frame::{headers, MAX_FRAGMENT_PAYLOAD};
-use super::pending::span;
-use super::tx::SendPhase;
-use super::{Engine, EngineMsg};
+use super::ids::SendId;
+use super::io::{span, Io};
+use super::unit::send::{Fetch, SendCtx, SendPhase, SlotKind, TxRun, TxSlot};
+use super::Engine;
 use gige_mac::BufferRam;
-use sim_kernel::{Ctx, Fsm, MsgId, Time};
-use std::collections::VecDeque;
+use sim_kernel::Time;
 use via_abi::wire_header::{WireFlags, WireHeaderRepr, WireOp};
-use via_abi::{Control, MacAddr, MemHandle, Op};
-
-/// What a TX slot holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SlotKind {
-    /// A fragment of send context `ctx`.
-    Data { ctx: u64 },
-    /// A control frame.
-    Control,
-}
-
-/// A TX buffer slot in use.
-#[derive(Clone, Debug)]
-pub(crate) struct TxSlot {
-    pub msg: MsgId,
-    pub kind: SlotKind,
-    /// Frame length without FCS \[bytes\].
-    pub frame_len: u32,
-    /// Runs queued or moving into the slot.
-    pub runs: u32,
-    /// Payload DMA reads outstanding.
-    pub dmas: u32,
-    /// Every payload DMA issued.
-    pub issued_all: bool,
-    /// A payload DMA failed: the frame goes out with op 0 (dropped by receivers).
-    pub poisoned: bool,
-    pub mark: Time,
-    pub last_dma: Option<Time>,
-    pub handed: bool,
-}
-
-impl TxSlot {
-    pub(crate) fn filled(&self) -> bool {
-        self.issued_all && self.runs == 0 && self.dmas == 0
-    }
-}
-
-/// A run of bytes for the TX buffer.
-#[derive(Clone, Debug)]
-pub(crate) struct TxRun {
-    pub slot: usize,
-    /// Buffer RAM address of its first byte.
-    pub dst: u64,
-    pub data: Vec<u8>,
-    /// Send FIFO bytes it frees when done (0 for headers).
-    pub fifo: u64,
-}
-
-/// The fragment being fetched.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Fetch {
-    pub ctx: u64,
-    pub slot: usize,
-    /// Message offset of the next byte to fetch / of the fragment's first byte / end.
-    pub next: u64,
-    pub start: u64,
-    pub end: u64,
-}
-
-/// A control frame waiting for a TX slot.
-#[derive(Clone, Debug)]
-pub(crate) struct ControlFrame {
-    pub dst: MacAddr,
-    pub hdr: WireHeaderRepr,
-    pub payload: Vec<u8>,
-    pub msg: MsgId,
-    pub at: Time,
-}
-
-/// The send data path.
-#[derive(Clone, Debug)]
-pub(crate) struct TxPath {
-    pub slots: Vec<Option<TxSlot>>,
-    pub next_assign: usize,
-    pub next_handoff: usize,
-    pub fifo: FifoSpace,
-    pub fetch: Option<Fetch>,
-    /// Last send context served (round robin).
-    pub rr: u64,
-    pub mover: Mover<TxRun>,
-    pub mover_fsm: Fsm<MoverState>,
-    pub control: VecDeque<ControlFrame>,
-}
-
-impl TxPath {
-    /// A path with `slots` TX slots and a Send FIFO of `fifo` bytes.
-    pub fn new(slots: u16, fifo: u64) -> Self {
-        Self {
-            slots: vec![None; usize::from(slots)],
-            next_assign: 0,
-            next_handoff: 0,
-            fifo: FifoSpace::new(fifo),
-            fetch: None,
-            rr: 0,
-            mover: Mover::default(),
-            mover_fsm: Fsm::new("tx.mover", MoverState::Idle),
-            control: VecDeque::new(),
-        }
-    }
-}
+use via_abi::{Control, MemHandle, Op};
 
 impl Engine {
     /// Makes whatever progress the send data path can: issue fetches, give out slots.
-    pub(crate) fn tx_pump<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
-        while self.pump_fetch(ctx) || self.assign_slot(ctx) {}
-        self.kick_tx_mover(ctx, ram);
-        self.try_handoff(ctx, ram);
+    pub(crate) fn tx_pump(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        while self.pump_fetch(io) || self.assign_slot(io) {}
+        self.kick_tx_mover(io, ram);
+        self.try_handoff(io, ram);
     }
 
     pub(crate) fn slot_addr(&self, slot: usize) -> u64 {
@@ -153,20 +54,20 @@ impl Engine {
     }
 
     /// Gives the next TX slot to a control frame or a data fragment.
-    fn assign_slot<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
-        let i = self.tx.next_assign;
-        if self.tx.slots.get(i).is_none_or(Option::is_some) {
+    fn assign_slot(&mut self, io: &mut Io) -> bool {
+        let i = self.send.tx.next_assign;
+        if self.send.tx.slots.get(i).is_none_or(Option::is_some) {
             return false;
         }
-        let now = ctx.now();
-        let ready = now + ctx.my_domain().cycles(self.params.header_build_cycles);
+        let now = io.now();
+        let ready = now + io.my_domain().cycles(self.params.header_build_cycles);
         let dst = self.slot_addr(i);
-        let n = self.tx.slots.len();
-        if let Some(c) = self.tx.control.pop_front() {
+        let n = self.send.tx.slots.len();
+        if let Some(c) = self.send.tx.control.pop_front() {
             let mut data = headers(self.params.mac, c.dst, &c.hdr);
             data.extend_from_slice(&c.payload);
             let frame_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-            self.tx.mover.push(Run {
+            self.send.tx.mover.push(Run {
                 bytes: data.len() as u64,
                 ready,
                 tag: TxRun {
@@ -176,7 +77,7 @@ impl Engine {
                     fifo: 0,
                 },
             });
-            self.tx.slots[i] = Some(TxSlot {
+            self.send.tx.slots[i] = Some(TxSlot {
                 msg: c.msg,
                 kind: SlotKind::Control,
                 frame_len,
@@ -188,43 +89,37 @@ impl Engine {
                 last_dma: None,
                 handed: false,
             });
-            self.tx.next_assign = (i + 1) % n;
+            self.send.tx.next_assign = (i + 1) % n;
             return true;
         }
-        if self.tx.fetch.is_some() {
+        if self.send.tx.fetch.is_some() {
             return false;
         }
-        let eligible = |s: &super::tx::SendCtx| {
-            s.phase.state() == SendPhase::Data && !s.aborted && s.assigned < s.frags
-        };
-        let rr = self.tx.rr;
+        let eligible =
+            |s: &SendCtx| s.phase.state() == SendPhase::Data && !s.aborted && s.assigned < s.frags;
+        let rr = self.send.tx.rr;
         let pick = self
-            .sends
-            .range(rr + 1..)
+            .send
+            .ctxs
+            .range(rr.next()..)
             .find(|(_, s)| eligible(s))
-            .or_else(|| self.sends.iter().find(|(_, s)| eligible(s)))
+            .or_else(|| self.send.ctxs.iter().find(|(_, s)| eligible(s)))
             .map(|(&id, _)| id);
         let Some(id) = pick else {
             return false;
         };
-        self.tx.rr = id;
-        self.assign_fragment(id, i, ready, ctx);
+        self.send.tx.rr = id;
+        self.assign_fragment(id, i, ready, io);
         true
     }
 
-    fn assign_fragment<M: EngineMsg>(
-        &mut self,
-        id: u64,
-        i: usize,
-        ready: Time,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    fn assign_fragment(&mut self, id: SendId, i: usize, ready: Time, io: &mut Io) {
         let (mac, dst) = (self.params.mac, self.slot_addr(i));
-        let n = self.tx.slots.len();
-        let Some(s) = self.sends.get_mut(&id) else {
+        let n = self.send.tx.slots.len();
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
-        let Some(vi) = self.vis.get_mut(usize::from(s.vi)).and_then(Option::as_mut) else {
+        let Some(vi) = self.vis.get_mut(s.vi) else {
             return;
         };
         let frag = s.assigned;
@@ -245,7 +140,7 @@ impl Engine {
         }
         s.assigned += 1;
         let mut mark = s.frag_mark;
-        span(ctx, s.msg, "tx slot wait", &mut mark);
+        span(io, s.msg, "tx slot wait", &mut mark);
         let desc = s.desc.as_ref();
         let control = desc.map_or(Control::empty(), |d| d.control);
         let mut flags = WireFlags::empty();
@@ -272,7 +167,7 @@ impl Engine {
         };
         let data = headers(mac, s.peer_mac, &hdr);
         let frame_len = u32::try_from(data.len() as u64 + len).unwrap_or(u32::MAX);
-        self.tx.mover.push(Run {
+        self.send.tx.mover.push(Run {
             bytes: data.len() as u64,
             ready,
             tag: TxRun {
@@ -282,9 +177,9 @@ impl Engine {
                 fifo: 0,
             },
         });
-        self.tx.slots[i] = Some(TxSlot {
+        self.send.tx.slots[i] = Some(TxSlot {
             msg: s.msg,
-            kind: SlotKind::Data { ctx: id },
+            kind: SlotKind::Data { send: id },
             frame_len,
             runs: 1,
             dmas: 0,
@@ -295,19 +190,19 @@ impl Engine {
             handed: false,
         });
         if len > 0 {
-            self.tx.fetch = Some(Fetch {
-                ctx: id,
+            self.send.tx.fetch = Some(Fetch {
+                send: id,
                 slot: i,
                 next: off,
                 start: off,
                 end: off + len,
             });
-        } else if let Some(s) = self.sends.get_mut(&id) {
-            s.frag_mark = ctx.now();
+        } else if let Some(s) = self.send.ctxs.get_mut(&id) {
+            s.frag_mark = io.now();
         }
-        self.tx.next_assign = (i + 1) % n;
+        self.send.tx.next_assign = (i + 1) % n;
         self.stats.data_frames_sent += 1;
         self.stats.payload_bytes_sent += len;
-        tracing::trace!(target: "nic::tx", id, frag, slot = i, len, seq, "fragment gets a TX slot");
+        tracing::trace!(target: "nic::tx", id = %id, frag, slot = i, len, seq, "fragment gets a TX slot");
     }
 }

@@ -6,32 +6,33 @@
 
 use super::fifo::{cycles_until, Run, TX_MOVER_PRIORITY};
 use super::frame::{HEADERS_LEN, OP_OFFSET};
-use super::pending::{pages_for, span, span_to, DmaFor};
-use super::txdata::{SlotKind, TxRun};
-use super::{Engine, EngineMsg, EngineWake};
-use crate::msg::NicMsg;
+use super::ids::MoverGen;
+use super::io::{span, span_to, Io};
+use super::unit::outstanding::{pages_for, DmaFor};
+use super::unit::send::{SlotKind, TxRun};
+use super::{Engine, EngineWake};
 use gige_mac::{BufferRam, MacMsg};
-use sim_kernel::{Ctx, Cycles};
+use sim_kernel::Cycles;
 use via_abi::Status;
 
 impl Engine {
     /// Issues the next payload DMA of the fragment being fetched, if the Send FIFO has
     /// room for it.
-    pub(crate) fn pump_fetch<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
-        let Some(f) = self.tx.fetch else {
+    pub(crate) fn pump_fetch(&mut self, io: &mut Io) -> bool {
+        let Some(f) = self.send.tx.fetch else {
             return false;
         };
         let chunk = self.params.tx_chunk();
-        let Some(s) = self.sends.get_mut(&f.ctx) else {
-            self.tx.fetch = None;
+        let Some(s) = self.send.ctxs.get_mut(&f.send) else {
+            self.send.tx.fetch = None;
             return true;
         };
         if f.next >= f.end {
-            s.frag_mark = ctx.now();
-            if let Some(slot) = self.tx.slots.get_mut(f.slot).and_then(Option::as_mut) {
+            s.frag_mark = io.now();
+            if let Some(slot) = self.send.tx.slots.get_mut(f.slot).and_then(Option::as_mut) {
                 slot.issued_all = true;
             }
-            self.tx.fetch = None;
+            self.send.tx.fetch = None;
             return true;
         }
         // The data segment holding byte `next` of the message.
@@ -51,16 +52,16 @@ impl Engine {
             Some((_, _, left)) => chunk.min(f.end - f.next).min(left),
             None => chunk.min(f.end - f.next),
         };
-        if !self.tx.fifo.reserve(want) {
+        if !self.send.tx.fifo.reserve(want) {
             return false;
         }
-        self.stats.send_fifo_max = self.stats.send_fifo_max.max(self.tx.fifo.used);
+        self.stats.send_fifo_max = self.stats.send_fifo_max.max(self.send.tx.fifo.used);
         let pages = found.and_then(|(i, off, _)| pages_for(s.seg_pieces.get(i)?, off, want));
         let offset = HEADERS_LEN as u64 + (f.next - f.start);
-        if let Some(t) = self.tx.fetch.as_mut() {
+        if let Some(t) = self.send.tx.fetch.as_mut() {
             t.next += want;
         }
-        if let Some(slot) = self.tx.slots.get_mut(f.slot).and_then(Option::as_mut) {
+        if let Some(slot) = self.send.tx.slots.get_mut(f.slot).and_then(Option::as_mut) {
             slot.dmas += 1;
         }
         let purpose = DmaFor::Payload {
@@ -69,27 +70,27 @@ impl Engine {
             len: want,
         };
         match pages {
-            Some(pages) => self.dma_read(ctx, purpose, pages, want),
+            Some(pages) => self.outstanding.dma_read(io, purpose, pages, want),
             // Cannot happen with a translated segment; fail the chunk, never panic.
-            None => self.payload_read(f.slot, offset, want, None, ctx),
+            None => self.payload_read(f.slot, offset, want, None, io),
         }
         true
     }
 
     /// A payload DMA read ended: its bytes (`None` if the read failed) are in the Send
     /// FIFO, queue their move.
-    pub(crate) fn payload_read<M: EngineMsg>(
+    pub(crate) fn payload_read(
         &mut self,
         slot: usize,
         offset: u64,
         len: u64,
         data: Option<Vec<u8>>,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
     ) {
-        let now = ctx.now();
+        let now = io.now();
         let dst = self.slot_addr(slot).saturating_add(offset);
-        let Some(s) = self.tx.slots.get_mut(slot).and_then(Option::as_mut) else {
-            self.tx.fifo.release(len);
+        let Some(s) = self.send.tx.slots.get_mut(slot).and_then(Option::as_mut) else {
+            self.send.tx.fifo.release(len);
             return;
         };
         s.dmas = s.dmas.saturating_sub(1);
@@ -102,14 +103,14 @@ impl Engine {
         });
         if !ok {
             self.stats.dma_failures += 1;
-            if let SlotKind::Data { ctx: id } = s.kind {
-                if let Some(c) = self.sends.get_mut(&id) {
+            if let SlotKind::Data { send: id } = s.kind {
+                if let Some(c) = self.send.ctxs.get_mut(&id) {
                     c.status |= Status::PROTECTION_ERROR;
                     c.aborted = true;
                 }
             }
         }
-        self.tx.mover.push(Run {
+        self.send.tx.mover.push(Run {
             bytes: len.max(1),
             ready: now,
             tag: TxRun {
@@ -122,37 +123,28 @@ impl Engine {
     }
 
     /// Starts the next run of the TX mover and schedules its wake-up.
-    pub(crate) fn kick_tx_mover<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        _ram: &mut BufferRam,
-    ) {
-        let period = ctx.my_domain().period();
-        self.tx.mover.start_next(ctx.now(), period);
-        if let Some(t) = self.tx.mover.wake_needed(self.params.stepping, period) {
-            let gen = self.tx.mover.gen;
-            let n = cycles_until(ctx.now(), t, period);
-            let wake = NicMsg::Engine(EngineWake::TxMover { gen });
-            ctx.wake_after_with(n, TX_MOVER_PRIORITY, wake.into());
+    pub(crate) fn kick_tx_mover(&mut self, io: &mut Io, _ram: &mut BufferRam) {
+        let period = io.my_domain().period();
+        self.send.tx.mover.start_next(io.now(), period);
+        if let Some(t) = self.send.tx.mover.wake_needed(self.params.stepping, period) {
+            let gen = self.send.tx.mover.gen;
+            let n = cycles_until(io.now(), t, period);
+            let wake = EngineWake::TxMover { gen };
+            io.wake_after_with(n, TX_MOVER_PRIORITY, wake);
         }
-        let st = self.tx.mover.state();
-        self.tx.mover_fsm.set(st, ctx);
+        let st = self.send.tx.mover.state();
+        self.send.tx.mover_fsm.set(st, io);
     }
 
     /// The TX mover's wake-up: move the words due, finish runs, start the next.
-    pub(crate) fn tx_mover_woken<M: EngineMsg>(
-        &mut self,
-        gen: u64,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
-        if !self.tx.mover.woken(gen) {
+    pub(crate) fn tx_mover_woken(&mut self, gen: MoverGen, io: &mut Io, ram: &mut BufferRam) {
+        if !self.send.tx.mover.woken(gen) {
             return;
         }
-        let period = ctx.my_domain().period();
-        let now = ctx.now();
-        while let Some(p) = self.tx.mover.advance(now, period) {
-            if let Some(a) = self.tx.mover.current() {
+        let period = io.my_domain().period();
+        let now = io.now();
+        while let Some(p) = self.send.tx.mover.advance(now, period) {
+            if let Some(a) = self.send.tx.mover.current() {
                 let run = &a.run.tag;
                 let from = usize::try_from(p.from * 4)
                     .unwrap_or(usize::MAX)
@@ -170,24 +162,30 @@ impl Engine {
             if !p.finished {
                 break;
             }
-            if let Some(run) = self.tx.mover.take_finished() {
-                self.tx.fifo.release(run.tag.fifo);
-                if let Some(s) = self.tx.slots.get_mut(run.tag.slot).and_then(Option::as_mut) {
+            if let Some(run) = self.send.tx.mover.take_finished() {
+                self.send.tx.fifo.release(run.tag.fifo);
+                if let Some(s) = self
+                    .send
+                    .tx
+                    .slots
+                    .get_mut(run.tag.slot)
+                    .and_then(Option::as_mut)
+                {
                     s.runs = s.runs.saturating_sub(1);
                 }
             }
-            self.tx.mover.start_next(now, period);
+            self.send.tx.mover.start_next(now, period);
         }
-        self.tx_pump(ctx, ram);
+        self.tx_pump(io, ram);
     }
 
     /// Hands filled slots to the GEC, in ring order.
-    pub(crate) fn try_handoff<M: EngineMsg>(&mut self, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
-        let n = self.tx.slots.len();
+    pub(crate) fn try_handoff(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        let n = self.send.tx.slots.len();
         loop {
-            let i = self.tx.next_handoff;
+            let i = self.send.tx.next_handoff;
             let addr = self.slot_addr(i);
-            let Some(s) = self.tx.slots.get_mut(i).and_then(Option::as_mut) else {
+            let Some(s) = self.send.tx.slots.get_mut(i).and_then(Option::as_mut) else {
                 return;
             };
             if s.handed || !s.filled() {
@@ -197,47 +195,38 @@ impl Engine {
                 tracing::error!(target: "nic::tx", "TX slot outside the buffer RAM");
             }
             let delay = self.params.handoff_cycles;
-            let gec = self.ports.gec;
-            let arrive = ctx
-                .domain_of(gec)
-                .edge_after(ctx.now(), delay.max(Cycles(1)));
+            let arrive = io.gec_domain().edge_after(io.now(), delay.max(Cycles(1)));
             s.handed = true;
             let (msg, len, kind) = (s.msg, s.frame_len, s.kind);
             let mut mark = s.mark;
             match kind {
-                SlotKind::Data { ctx: id } => {
+                SlotKind::Data { send: id } => {
                     if let Some(t) = s.last_dma {
-                        span_to(ctx, msg, "payload DMA read", &mut mark, t);
+                        span_to(io, msg, "payload DMA read", &mut mark, t);
                     }
-                    span(ctx, msg, "tx buffer fill", &mut mark);
-                    span_to(ctx, msg, "frame handoff", &mut mark, arrive);
-                    if let Some(c) = self.sends.get_mut(&id) {
+                    span(io, msg, "tx buffer fill", &mut mark);
+                    span_to(io, msg, "frame handoff", &mut mark, arrive);
+                    if let Some(c) = self.send.ctxs.get_mut(&id) {
                         c.mark = arrive;
                     }
                 }
                 SlotKind::Control => {
-                    span(ctx, msg, "control frame build", &mut mark);
-                    span_to(ctx, msg, "control frame handoff", &mut mark, arrive);
+                    span(io, msg, "control frame build", &mut mark);
+                    span_to(io, msg, "control frame handoff", &mut mark, arrive);
                     self.stats.control_frames_sent += 1;
                 }
             }
             let slot = u16::try_from(i).unwrap_or(u16::MAX);
             tracing::trace!(target: "nic::tx", slot, len, "frame handoff");
-            ctx.send_after(gec, delay, MacMsg::GecTransmit { slot, len, msg }.into());
-            self.tx.next_handoff = (i + 1) % n;
+            io.to_gec(delay, MacMsg::GecTransmit { slot, len, msg });
+            self.send.tx.next_handoff = (i + 1) % n;
         }
     }
 
     /// The GEC reports a TX slot sent (`ok`) or failed; it is free again.
-    pub(crate) fn tx_done<M: EngineMsg>(
-        &mut self,
-        slot: u16,
-        ok: bool,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut BufferRam,
-    ) {
+    pub(crate) fn tx_done(&mut self, slot: u16, ok: bool, io: &mut Io, ram: &mut BufferRam) {
         let i = usize::from(slot);
-        let taken = match self.tx.slots.get_mut(i) {
+        let taken = match self.send.tx.slots.get_mut(i) {
             Some(s) if s.as_ref().is_some_and(|s| s.handed) => s.take(),
             _ => None,
         };
@@ -248,19 +237,19 @@ impl Engine {
         if !ok {
             self.stats.tx_failures += 1;
         }
-        if let SlotKind::Data { ctx: id } = s.kind {
-            if let Some(c) = self.sends.get_mut(&id) {
+        if let SlotKind::Data { send: id } = s.kind {
+            if let Some(c) = self.send.ctxs.get_mut(&id) {
                 c.transmitted += 1;
                 if !ok {
                     c.status |= Status::TRANSPORT_ERROR;
                     c.aborted = true;
                 }
                 if c.transmitted >= c.assigned {
-                    c.mark = c.mark.max(ctx.now());
+                    c.mark = c.mark.max(io.now());
                 }
             }
-            self.send_progress(id, ctx, ram);
+            self.send_progress(id, io, ram);
         }
-        self.tx_pump(ctx, ram);
+        self.tx_pump(io, ram);
     }
 }

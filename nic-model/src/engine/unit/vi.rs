@@ -1,4 +1,4 @@
-//! The VI table of the VI protocol manager: one [`Vi`] context per created VI (state,
+//! Unit **VI table** (the VI protocol manager's state): [`ViTable`], one [`Vi`] context per created VI (state,
 //! peer, reliability, protection tag, RDMA enables, work queues, sequence numbers,
 //! counters), and the state changes every path uses.
 //!
@@ -16,9 +16,9 @@
 //! descriptors complete with `DESCRIPTOR_FLUSHED`, sends waiting for an acknowledgement
 //! complete with it too.
 
-use super::stats::{ViCounters, ViInfo};
-use super::Engine;
-use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
+use crate::engine::ids::{RxId, SendId};
+use crate::engine::stats::{ViCounters, ViInfo};
+use sim_kernel::{Fsm, MsgId, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::bar::{Reliability, ViStateCode};
 use via_abi::{MacAddr, MemHandle, ProtectionTag};
@@ -89,11 +89,11 @@ pub(crate) struct Vi {
     pub rx_seq: u32,
     pub recv_queue: VecDeque<PostedRecv>,
     /// Send contexts in posting order (they complete in this order).
-    pub send_order: VecDeque<u64>,
+    pub send_order: VecDeque<SendId>,
     /// The send context whose fragments are not all assigned yet.
-    pub tx_active: Option<u64>,
+    pub tx_active: Option<SendId>,
     /// The message being received.
-    pub rx_cur: Option<u64>,
+    pub rx_cur: Option<RxId>,
     /// The VI command waiting for this VI's connection (its `VI_RESULT`).
     pub connect_cmd: Option<u64>,
     pub counters: ViCounters,
@@ -151,57 +151,82 @@ impl Vi {
     }
 }
 
-impl Engine {
-    /// VI `n`, if it exists.
-    pub(crate) fn vi_mut(&mut self, n: u16) -> Option<&mut Vi> {
-        self.vis.get_mut(usize::from(n)).and_then(Option::as_mut)
+/// A connect request kept until a VI listens on its discriminator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PendingConnect {
+    pub mac: MacAddr,
+    pub vi: u16,
+    pub discriminator: u32,
+    pub reliability: u8,
+}
+
+/// The VI table: one slot per VI number (`max_vis`), and the connect requests kept while
+/// no VI listens on their discriminator.
+#[derive(Clone, Debug)]
+pub(crate) struct ViTable {
+    vis: Vec<Option<Vi>>,
+    /// Connect requests kept until a `ConnectWait` matches (at most
+    /// `max_pending_connects`).
+    pub pending: VecDeque<PendingConnect>,
+}
+
+impl ViTable {
+    /// A table of `max` empty slots.
+    pub fn new(max: u16) -> Self {
+        Self {
+            vis: vec![None; usize::from(max)],
+            pending: VecDeque::new(),
+        }
     }
 
     /// VI `n`, if it exists.
-    pub(crate) fn vi_ref(&self, n: u16) -> Option<&Vi> {
+    pub fn get(&self, n: u16) -> Option<&Vi> {
         self.vis.get(usize::from(n)).and_then(Option::as_ref)
     }
 
+    /// VI `n`, if it exists.
+    pub fn get_mut(&mut self, n: u16) -> Option<&mut Vi> {
+        self.vis.get_mut(usize::from(n)).and_then(Option::as_mut)
+    }
+
+    /// Creates (`Some`) or destroys (`None`) VI `n` (nothing if `n` is out of range).
+    pub fn put(&mut self, n: u16, vi: Option<Vi>) {
+        if let Some(slot) = self.vis.get_mut(usize::from(n)) {
+            *slot = vi;
+        }
+    }
+
+    /// The VIs that exist, by number.
+    pub fn iter(&self) -> impl Iterator<Item = &Vi> {
+        self.vis.iter().flatten()
+    }
+
     /// `VI_STATE` of VI number `sel`.
-    pub(crate) fn vi_state_code(&self, sel: u32) -> ViStateCode {
+    pub fn state_code(&self, sel: u32) -> ViStateCode {
         u16::try_from(sel)
             .ok()
-            .and_then(|n| self.vi_ref(n))
+            .and_then(|n| self.get(n))
             .map_or(ViStateCode::Absent, |v| v.state().code())
     }
 
     /// `VI_PEER_VI` of VI number `sel` (0 unless connected).
-    pub(crate) fn vi_peer_code(&self, sel: u32) -> u32 {
+    pub fn peer_code(&self, sel: u32) -> u32 {
         u16::try_from(sel)
             .ok()
-            .and_then(|n| self.vi_ref(n))
+            .and_then(|n| self.get(n))
             .filter(|v| v.state() == ViState::Connected)
             .map_or(0, |v| u32::from(v.peer_vi))
     }
 
-    /// Moves VI `n` to `to`; leaving `connected` (or entering `error`) flushes it.
-    pub(crate) fn set_vi_state<M: super::EngineMsg>(
-        &mut self,
-        n: u16,
-        to: ViState,
-        ctx: &mut Ctx<'_, M>,
-        ram: &mut gige_mac::BufferRam,
-    ) {
-        let Some(vi) = self.vi_mut(n) else {
-            return;
-        };
-        let from = vi.state();
-        vi.fsm.set(to, ctx);
-        tracing::debug!(target: "nic::vi", vi = n, from = from.name(), to = to.name(), "VI state");
-        let broken = from == ViState::Connected && to != ViState::Connected;
-        if broken || to == ViState::Error {
-            self.flush_vi(n, ctx, ram);
-        }
-        if to == ViState::Connected {
-            if let Some(vi) = self.vi_mut(n) {
-                vi.tx_seq = 0;
-                vi.rx_seq = 0;
-            }
-        }
+    /// The protection tag of VI `n` (tag 0, which matches nothing, if it is gone).
+    pub fn ptag(&self, n: u16) -> ProtectionTag {
+        self.get(n).map_or(ProtectionTag::NONE, |v| v.ptag)
+    }
+
+    /// Whether VI `vi` exists, is connected, and its peer is (`mac`, `peer_vi`).
+    pub fn is_peer(&self, vi: u16, mac: MacAddr, peer_vi: u16) -> bool {
+        self.get(vi).is_some_and(|v| {
+            v.state() == ViState::Connected && v.peer_mac == mac && v.peer_vi == peer_vi
+        })
     }
 }

@@ -1,53 +1,88 @@
-//! Requests the engine has outstanding at the ATT manager and the DMA master, what each
-//! answer is for ([`AttFor`], [`DmaFor`]), the helpers that issue them, and the span and
-//! page-list helpers every path uses.
+//! Unit **outstanding requests**: the translations the engine has asked the ATT manager
+//! for and the DMA jobs it has given the DMA master, and what each answer is for
+//! ([`AttFor`], [`DmaFor`]). It hands out the request ids and tags, writes the
+//! `Translate` / `Dma` actions, and gives the purpose back when the answer arrives. Also
+//! the page-list helper every path uses to address part of a translated range.
 
-use super::{Engine, EngineMsg};
 use crate::att::{AccessKind, Piece};
-use crate::msg::{NicMsg, ReqId};
-use pci_model::{DmaDirection, DmaJob, PciMsg};
-use sim_kernel::{Ctx, MsgId, Time};
+use crate::engine::ids::{DmaTag, JobId, RxId, SendId};
+use crate::engine::io::{Action, Io};
+use crate::msg::ReqId;
+use pci_model::DmaDirection;
+use sim_kernel::MsgId;
+use std::collections::BTreeMap;
 use via_abi::{MemHandle, ProtectionTag};
 
 /// What an outstanding translation is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AttFor {
     /// A send descriptor: its first 64 bytes (`rest == false`) or the rest.
-    SendDesc { ctx: u64, rest: bool },
+    SendDesc { send: SendId, rest: bool },
     /// Data segment `seg` of a send descriptor.
-    SendBuf { ctx: u64, seg: usize },
+    SendBuf { send: SendId, seg: usize },
     /// A receive descriptor of message `id`: first 64 bytes or the rest.
-    RecvDesc { id: u64, rest: bool },
+    RecvDesc { rx: RxId, rest: bool },
     /// Data segment `seg` of the receive descriptor of message `id`.
-    RecvBuf { id: u64, seg: usize },
+    RecvBuf { rx: RxId, seg: usize },
     /// The remote range of the RDMA-write frame being received.
     Remote,
     /// The status word of a descriptor that is completed without being fetched.
-    StatusOnly { job: u64 },
+    StatusOnly { job: JobId },
 }
 
 /// What an outstanding DMA job is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DmaFor {
     /// Reading a send descriptor (first 64 bytes or the rest).
-    SendDesc { ctx: u64, rest: bool },
+    SendDesc { send: SendId, rest: bool },
     /// A payload chunk of `len` bytes for TX slot `slot`, to land `offset` bytes into
     /// the slot.
     Payload { slot: usize, offset: u64, len: u64 },
     /// Reading a receive descriptor of message `id`.
-    RecvDesc { id: u64, rest: bool },
+    RecvDesc { rx: RxId, rest: bool },
     /// Writing a chunk of received payload of message `id`.
-    RxChunk { id: u64, len: u64 },
+    RxChunk { rx: RxId, len: u64 },
     /// Writing a descriptor's status.
-    Status { job: u64 },
+    Status { job: JobId },
 }
 
-impl Engine {
+/// The outstanding requests (see the module doc).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Outstanding {
+    next_req: u64,
+    next_dma: DmaTag,
+    att_wait: BTreeMap<ReqId, AttFor>,
+    dma_wait: BTreeMap<DmaTag, DmaFor>,
+}
+
+impl Outstanding {
+    /// A fresh request id for the ATT manager (translations and the registration
+    /// mailbox share one counter).
+    pub(crate) fn new_req(&mut self) -> ReqId {
+        self.next_req += 1;
+        ReqId(self.next_req)
+    }
+
+    /// What translation `req` was for, taking it out (`None`: no such request).
+    pub(crate) fn take_att(&mut self, req: ReqId) -> Option<AttFor> {
+        self.att_wait.remove(&req)
+    }
+
+    /// What DMA job `tag` was for, taking it out (`None`: no such job).
+    pub(crate) fn take_dma(&mut self, tag: DmaTag) -> Option<DmaFor> {
+        self.dma_wait.remove(&tag)
+    }
+
+    /// Whether nothing is outstanding.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.att_wait.is_empty() && self.dma_wait.is_empty()
+    }
+
     /// Asks the ATT manager to translate; the answer comes back as `AttTranslated`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn translate<M: EngineMsg>(
+    pub(crate) fn translate(
         &mut self,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         purpose: AttFor,
         msg: MsgId,
         handle: MemHandle,
@@ -56,98 +91,44 @@ impl Engine {
         access: AccessKind,
         ptag: ProtectionTag,
     ) {
-        self.next_req += 1;
-        let req = ReqId(self.next_req);
-        self.att_wait.insert(req.0, purpose);
-        let me = ctx.me();
-        ctx.send(
-            self.ports.att,
-            NicMsg::AttTranslate {
-                req,
-                msg,
-                handle,
-                va,
-                len,
-                access,
-                ptag,
-                reply_to: me,
-            }
-            .into(),
-        );
+        let req = self.new_req();
+        self.att_wait.insert(req, purpose);
+        io.push(Action::Translate {
+            req,
+            msg,
+            handle,
+            va,
+            len,
+            access,
+            ptag,
+        });
     }
 
     /// Starts a DMA read of `len` bytes from the ATT-style page list `pages`.
-    pub(crate) fn dma_read<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        purpose: DmaFor,
-        pages: Vec<u64>,
-        len: u64,
-    ) {
-        self.dma(ctx, purpose, pages, DmaDirection::Read { len });
+    pub(crate) fn dma_read(&mut self, io: &mut Io, purpose: DmaFor, pages: Vec<u64>, len: u64) {
+        self.dma(io, purpose, pages, DmaDirection::Read { len });
     }
 
     /// Starts a DMA write of `data` to the ATT-style page list `pages`.
-    pub(crate) fn dma_write<M: EngineMsg>(
+    pub(crate) fn dma_write(
         &mut self,
-        ctx: &mut Ctx<'_, M>,
+        io: &mut Io,
         purpose: DmaFor,
         pages: Vec<u64>,
         data: Vec<u8>,
     ) {
-        self.dma(ctx, purpose, pages, DmaDirection::Write { data });
+        self.dma(io, purpose, pages, DmaDirection::Write { data });
     }
 
-    fn dma<M: EngineMsg>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-        purpose: DmaFor,
-        pages: Vec<u64>,
-        direction: DmaDirection,
-    ) {
-        self.next_dma += 1;
+    fn dma(&mut self, io: &mut Io, purpose: DmaFor, pages: Vec<u64>, direction: DmaDirection) {
+        self.next_dma = self.next_dma.next();
         let tag = self.next_dma;
         self.dma_wait.insert(tag, purpose);
-        let me = ctx.me();
-        ctx.send(
-            self.ports.dma,
-            PciMsg::DmaStart(DmaJob {
-                tag,
-                reply_to: me,
-                direction,
-                pages,
-            })
-            .into(),
-        );
-    }
-
-    /// A fresh trace id.
-    pub(crate) fn new_msg(&mut self) -> MsgId {
-        let id = MsgId(self.params.msg_id_base.saturating_add(self.next_msg));
-        self.next_msg += 1;
-        id
-    }
-}
-
-/// Records the span `[*mark, now)` of `stage` for `msg` (nothing if empty) and moves the
-/// mark to now: spans recorded through one mark are contiguous.
-pub(crate) fn span<M>(ctx: &mut Ctx<'_, M>, msg: MsgId, stage: &'static str, mark: &mut Time) {
-    let now = ctx.now();
-    span_to(ctx, msg, stage, mark, now);
-}
-
-/// Records the span `[*mark, end)` and moves the mark to `end` (e.g. the edge a message
-/// sent now lands at another component).
-pub(crate) fn span_to<M>(
-    ctx: &mut Ctx<'_, M>,
-    msg: MsgId,
-    stage: &'static str,
-    mark: &mut Time,
-    end: Time,
-) {
-    if end > *mark {
-        ctx.span(msg, stage, *mark, end);
-        *mark = end;
+        io.push(Action::Dma {
+            tag,
+            direction,
+            pages,
+        });
     }
 }
 

@@ -1,0 +1,530 @@
+//! Unit tests of the engine's paths through its sans-IO interface: each test feeds the
+//! engine hand-made inputs (`handle_pci` / `handle_nic` / `handle_mac`) at chosen core
+//! clock edges and checks the [`Action`]s it hands back. No kernel, no PCI bus, no ATT
+//! manager, no GEC and no second node: the test plays all of them.
+
+use super::frame::{headers, HEADERS_LEN};
+use super::ids::SendId;
+use super::unit::vi::{Vi, ViState};
+use super::*;
+use crate::att::{AccessKind, Piece};
+use crate::msg::ReqId;
+use pci_model::{DmaDirection, DmaDone};
+use sim_kernel::{ClockDomain, Cycles, MsgId, Priority, Time};
+use via_abi::bar::{self, Reliability, ViCmd};
+use via_abi::descriptor::DataSegmentRepr;
+use via_abi::doorbell::{Doorbell, DoorbellRepr, DOORBELL_LEN};
+use via_abi::wire_header::{WireFlags, WireHeaderRepr, WireOp};
+use via_abi::{Control, DescriptorRepr, MacAddr, MemHandle, Op, ProtectionTag, Queue, Status};
+
+const PEER: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x99]);
+const PTAG: ProtectionTag = ProtectionTag(7);
+
+/// The engine, its buffer RAM and a clock: the test is the rest of the world.
+struct Bench {
+    e: Engine,
+    ram: BufferRam,
+    now: Time,
+    core: ClockDomain,
+    gec: ClockDomain,
+}
+
+impl Bench {
+    fn new() -> Self {
+        let layout = BufferLayout::default();
+        let ports = EnginePorts {
+            bus: sim_kernel::ComponentId(0),
+            dma: sim_kernel::ComponentId(1),
+            att: sim_kernel::ComponentId(2),
+            gec: sim_kernel::ComponentId(3),
+        };
+        let e = Engine::new(EngineParams::default(), ports, &layout).expect("engine");
+        let core = ClockDomain::from_mhz("card.core", 33.0).expect("clock");
+        Self {
+            e,
+            ram: BufferRam::new(layout).expect("ram"),
+            now: core.edge_after(Time(0), Cycles(10)),
+            gec: core.clone(),
+            core,
+        }
+    }
+
+    fn io(&self) -> Io {
+        Io::new(self.now, self.core.clone(), self.gec.clone())
+    }
+
+    /// Moves the clock `n` core cycles on.
+    fn after(&mut self, n: Cycles) {
+        self.now = self.core.edge_after(self.now, n);
+    }
+
+    fn pci(&mut self, msg: PciMsg) -> Vec<Action> {
+        let mut io = self.io();
+        self.e.handle_pci(msg, &mut io, &mut self.ram);
+        io.take_actions()
+    }
+
+    fn nic(&mut self, msg: NicMsg) -> Vec<Action> {
+        let mut io = self.io();
+        self.e.handle_nic(msg, &mut io, &mut self.ram);
+        io.take_actions()
+    }
+
+    fn mac(&mut self, msg: MacMsg) -> Vec<Action> {
+        let mut io = self.io();
+        self.e.handle_mac(msg, &mut io, &mut self.ram);
+        io.take_actions()
+    }
+
+    /// VI 0 with tag [`PTAG`], in `state` (connected to [`PEER`] VI 0 if so).
+    fn vi0(&mut self, state: ViState) {
+        let mut io = self.io();
+        let mut vi = Vi::new(0, PTAG, Reliability::Unreliable, true);
+        vi.peer_mac = PEER;
+        vi.fsm.set(state, &mut io);
+        self.e.vis.put(0, Some(vi));
+    }
+
+    fn write_reg(&mut self, off: u64, v: u32) -> Vec<Action> {
+        self.pci(PciMsg::TargetWrite {
+            addr: self.e.params.bar0_base + off,
+            data: v.to_le_bytes().to_vec(),
+        })
+    }
+
+    /// Rings VI 0's doorbell for `queue` with a descriptor at `va`.
+    fn ring(&mut self, queue: Queue, va: u64) -> Vec<Action> {
+        let mut rec = [0u8; DOORBELL_LEN];
+        DoorbellRepr {
+            desc_va: va,
+            desc_handle: MemHandle(1),
+            vi: 0,
+            queue,
+            reserved: 0,
+        }
+        .emit(&mut Doorbell::new_unchecked(&mut rec[..]));
+        let off = bar::doorbell_offset(0).expect("window");
+        self.pci(PciMsg::TargetWrite {
+            addr: self.e.params.bar0_base + off,
+            data: rec.to_vec(),
+        })
+    }
+
+    /// Plays the ATT manager: answers translation `req`.
+    fn translated(&mut self, req: ReqId, pieces: Vec<Piece>) -> Vec<Action> {
+        self.nic(NicMsg::AttTranslated {
+            req,
+            result: Ok(pieces),
+        })
+    }
+
+    /// Plays the DMA master: job `tag` ended well (with `data` for a read).
+    fn dma_done(&mut self, tag: DmaTag, data: Vec<u8>) -> Vec<Action> {
+        let now = self.now;
+        self.pci(PciMsg::DmaDone(DmaDone {
+            tag: tag.0,
+            status: DmaStatus::Ok,
+            bytes: data.len() as u64,
+            data,
+            bursts: 1,
+            start: now,
+            end: now,
+        }))
+    }
+
+    /// Follows the wake-ups in `acts` (and those they ask for) until one of `want`'s
+    /// actions appears; returns the actions of that step.
+    fn run_wakes(&mut self, mut acts: Vec<Action>, want: impl Fn(&Action) -> bool) -> Vec<Action> {
+        for _ in 0..100 {
+            if acts.iter().any(&want) {
+                return acts;
+            }
+            let Some((after, wake)) = acts.iter().find_map(|a| match a {
+                Action::WakeAfter { after, wake, .. } => Some((*after, *wake)),
+                _ => None,
+            }) else {
+                panic!("no wake-up left and the action never came: {acts:?}");
+            };
+            self.after(after);
+            acts = self.nic(NicMsg::Engine(wake));
+        }
+        panic!("the action never came");
+    }
+}
+
+fn translate_of(acts: &[Action]) -> (ReqId, u64, u64, AccessKind) {
+    acts.iter()
+        .find_map(|a| match a {
+            Action::Translate {
+                req,
+                va,
+                len,
+                access,
+                ptag,
+                ..
+            } => {
+                assert_eq!(*ptag, PTAG, "the VI's protection tag");
+                Some((*req, *va, *len, *access))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no Translate in {acts:?}"))
+}
+
+fn dma_of(acts: &[Action]) -> (DmaTag, DmaDirection, Vec<u64>) {
+    acts.iter()
+        .find_map(|a| match a {
+            Action::Dma {
+                tag,
+                direction,
+                pages,
+            } => Some((*tag, direction.clone(), pages.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no Dma in {acts:?}"))
+}
+
+fn wake_of(acts: &[Action]) -> (Cycles, Priority, EngineWake) {
+    acts.iter()
+        .find_map(|a| match a {
+            Action::WakeAfter { after, prio, wake } => Some((*after, *prio, *wake)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no WakeAfter in {acts:?}"))
+}
+
+fn piece(pa: u64, len: u32) -> Vec<Piece> {
+    vec![Piece { pa, len }]
+}
+
+#[test]
+fn send_path_doorbell_to_status_write() {
+    let mut b = Bench::new();
+    b.vi0(ViState::Connected);
+    let desc_va = 0x4000_0000;
+    let buf_va = 0x5000_0010;
+
+    // Doorbell: decode for doorbell_decode_cycles (2), no bus traffic yet.
+    let acts = b.ring(Queue::Send, desc_va);
+    assert_eq!(
+        acts,
+        vec![
+            Action::WakeAfter {
+                after: Cycles(2),
+                prio: Priority::NORMAL,
+                wake: EngineWake::DoorbellDecoded
+            },
+            Action::Transition {
+                machine: "doorbell",
+                from: "idle",
+                to: "decoding"
+            },
+        ]
+    );
+    let t0 = b.now;
+    b.after(Cycles(2));
+
+    // Dispatch: the descriptor's first 64 bytes are translated with the VI's tag.
+    let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    assert!(acts.contains(&Action::Span {
+        msg: MsgId(1),
+        stage: "doorbell",
+        start: t0,
+        end: b.now
+    }));
+    let (req, va, len, access) = translate_of(&acts);
+    assert_eq!((va, len, access), (desc_va, 64, AccessKind::LocalRead));
+
+    // Translated: DMA read of 64 bytes from the physical page.
+    let acts = b.translated(req, piece(0x10_0000, 64));
+    let (tag, dir, pages) = dma_of(&acts);
+    assert_eq!(
+        (dir, pages),
+        (DmaDirection::Read { len: 64 }, vec![0x10_0000])
+    );
+
+    // The descriptor: a 4-byte send from one segment.
+    let desc = DescriptorRepr {
+        control: Control::from_op(Op::SendRecv),
+        length: 4,
+        data: vec![DataSegmentRepr {
+            local_va: buf_va,
+            local_handle: MemHandle(2),
+            length: 4,
+        }],
+        ..DescriptorRepr::default()
+    };
+    let mut bytes = vec![0u8; 64];
+    desc.emit(&mut bytes).expect("descriptor");
+    let acts = b.dma_done(tag, bytes);
+    assert_eq!(
+        wake_of(&acts),
+        (
+            Cycles(2),
+            Priority::NORMAL,
+            EngineWake::DescriptorDecoded { send: SendId(1) }
+        )
+    );
+    b.after(Cycles(2));
+
+    // Decoded: the data segment is translated.
+    let acts = b.nic(NicMsg::Engine(EngineWake::DescriptorDecoded {
+        send: SendId(1),
+    }));
+    let (req, va, len, _) = translate_of(&acts);
+    assert_eq!((va, len), (buf_va, 4));
+
+    // Translated: a TX slot, the header run, and the payload's DMA read.
+    let acts = b.translated(req, piece(0x20_0010, 4));
+    let (tag, dir, pages) = dma_of(&acts);
+    assert_eq!(
+        (dir, pages),
+        (DmaDirection::Read { len: 4 }, vec![0x20_0010])
+    );
+    let mut acts2 = b.dma_done(tag, vec![1, 2, 3, 4]);
+    acts2.extend(acts);
+
+    // The mover fills the slot (54 header bytes + 4) one word per clock; then the handoff.
+    let acts = b.run_wakes(acts2, |a| matches!(a, Action::ToGec { .. }));
+    let handoff = acts
+        .iter()
+        .find_map(|a| match a {
+            Action::ToGec { after, msg } => Some((*after, msg.clone())),
+            _ => None,
+        })
+        .expect("handoff");
+    assert_eq!(
+        handoff,
+        (
+            Cycles(1),
+            MacMsg::GecTransmit {
+                slot: 0,
+                len: 58,
+                msg: MsgId(1)
+            }
+        )
+    );
+    let slot = b.e.layout.tx_buffer(0).expect("slot");
+    let frame = b.ram.read_vec(slot, 58).expect("frame");
+    assert_eq!(&frame[HEADERS_LEN..], &[1, 2, 3, 4]);
+    assert_eq!(&frame[0..6], &PEER.0);
+
+    // Sent: the status word (offset 28) is written through the descriptor's translation.
+    b.after(Cycles(40));
+    let acts = b.mac(MacMsg::GecTxDone {
+        slot: 0,
+        ok: true,
+        msg: MsgId(1),
+    });
+    let (tag, dir, pages) = dma_of(&acts);
+    let status = Status::DONE.with_completed_op(via_abi::CompletedOp::Send);
+    assert_eq!(
+        (dir, pages),
+        (
+            DmaDirection::Write {
+                data: status.bits().to_le_bytes().to_vec()
+            },
+            vec![0x10_0000 + 28]
+        )
+    );
+    assert!(!b.e.is_idle());
+    b.after(Cycles(20));
+    let acts = b.dma_done(tag, Vec::new());
+    assert!(acts.iter().any(|a| matches!(
+        a,
+        Action::Span {
+            stage: "status write",
+            ..
+        }
+    )));
+    let vi = b.e.vi(0).expect("vi");
+    assert_eq!(
+        (vi.counters.sends_completed, vi.counters.frames_sent),
+        (1, 1)
+    );
+    assert!(b.e.is_idle());
+}
+
+#[test]
+fn receive_path_places_an_rdma_write() {
+    let mut b = Bench::new();
+    b.vi0(ViState::Connected);
+    let hdr = WireHeaderRepr {
+        op: WireOp::RdmaWrite,
+        flags: WireFlags::FIRST | WireFlags::LAST,
+        dst_vi: 0,
+        src_vi: 0,
+        seq: 0,
+        msg_len: 6,
+        frag_offset: 0,
+        frag_len: 6,
+        remote_va: 0x7000_0100,
+        remote_handle: MemHandle(9),
+        immediate: 0,
+    };
+    let mut frame = headers(PEER, b.e.params.mac, &hdr);
+    frame.extend_from_slice(&[9, 8, 7, 6, 5, 4]);
+    let at = b.e.layout.rx_buffer(2).expect("slot");
+    b.ram.write(at, &frame).expect("write");
+
+    // The header is read (14 words) and checked (header_check_cycles = 2).
+    let acts = b.mac(MacMsg::GecRxFrame {
+        slot: 2,
+        len: frame.len() as u32,
+        msg: MsgId(500),
+    });
+    assert_eq!(
+        wake_of(&acts),
+        (Cycles(16), Priority::NORMAL, EngineWake::HeaderChecked)
+    );
+    b.after(Cycles(16));
+
+    // The remote range is translated for an RDMA write with the VI's tag.
+    let acts = b.nic(NicMsg::Engine(EngineWake::HeaderChecked));
+    let (req, va, len, access) = translate_of(&acts);
+    assert_eq!((va, len, access), (0x7000_0100, 6, AccessKind::RdmaWrite));
+
+    // Translated: the payload is drained into the Recv FIFO, then DMA-written.
+    let acts = b.translated(req, piece(0x30_0100, 6));
+    let acts = b.run_wakes(acts, |a| matches!(a, Action::Dma { .. }));
+    let (tag, dir, pages) = dma_of(&acts);
+    assert_eq!(
+        (dir, pages),
+        (
+            DmaDirection::Write {
+                data: vec![9, 8, 7, 6, 5, 4]
+            },
+            vec![0x30_0100]
+        )
+    );
+    assert!(acts.contains(&Action::ToGec {
+        after: Cycles(1),
+        msg: MacMsg::GecRxRelease { slot: 2 }
+    }));
+
+    // Written: the message is complete (unreliable: no ack, no descriptor).
+    let acts = b.dma_done(tag, Vec::new());
+    assert!(acts.iter().all(|a| !matches!(a, Action::ToGec { .. })));
+    assert_eq!(b.e.stats().rdma_bytes_placed, 6);
+    assert_eq!(b.e.vi(0).map(|v| v.counters.messages_received), Some(1));
+    assert!(b.e.is_idle());
+}
+
+#[test]
+fn receive_path_refuses_a_frame_out_of_sequence() {
+    let mut b = Bench::new();
+    b.vi0(ViState::Connected);
+    let hdr = WireHeaderRepr {
+        op: WireOp::RdmaWrite,
+        flags: WireFlags::FIRST | WireFlags::LAST,
+        dst_vi: 0,
+        src_vi: 0,
+        seq: 5,
+        msg_len: 4,
+        frag_offset: 0,
+        frag_len: 4,
+        remote_va: 0x7000_0000,
+        remote_handle: MemHandle(9),
+        immediate: 0,
+    };
+    let mut frame = headers(PEER, b.e.params.mac, &hdr);
+    frame.extend_from_slice(&[1, 2, 3, 4]);
+    let at = b.e.layout.rx_buffer(0).expect("slot");
+    b.ram.write(at, &frame).expect("write");
+    let acts = b.mac(MacMsg::GecRxFrame {
+        slot: 0,
+        len: frame.len() as u32,
+        msg: MsgId(9),
+    });
+    b.after(wake_of(&acts).0);
+    let acts = b.nic(NicMsg::Engine(EngineWake::HeaderChecked));
+    // No translation, no byte written: the slot is released at once.
+    assert!(acts
+        .iter()
+        .all(|a| !matches!(a, Action::Translate { .. } | Action::Dma { .. })));
+    assert!(acts.contains(&Action::ToGec {
+        after: Cycles(1),
+        msg: MacMsg::GecRxRelease { slot: 0 }
+    }));
+    assert_eq!(b.e.vi(0).map(|v| v.counters.rx_sequence_errors), Some(1));
+}
+
+#[test]
+fn completion_flushes_posted_receives_of_a_destroyed_vi() {
+    let mut b = Bench::new();
+    b.vi0(ViState::Idle);
+    let desc_va = 0x4000_0040;
+    let acts = b.ring(Queue::Receive, desc_va);
+    b.after(wake_of(&acts).0);
+    let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    assert!(acts.iter().all(|a| !matches!(a, Action::Translate { .. })));
+    assert_eq!(b.e.vi(0).map(|v| v.recv_posted), Some(1));
+
+    // Destroy: the posted descriptor completes with DESCRIPTOR_FLUSHED. It was never
+    // fetched, so its status word is translated first, then written.
+    b.write_reg(bar::VI_SEL, 0);
+    let acts = b.write_reg(bar::VI_CMD, ViCmd::Destroy.raw());
+    let (req, va, len, access) = translate_of(&acts);
+    assert_eq!((va, len, access), (desc_va + 28, 4, AccessKind::LocalWrite));
+    assert!(b.e.vi(0).is_none(), "the VI is gone at once");
+    let acts = b.translated(req, piece(0x11_0000 + 28, 4));
+    let (tag, dir, pages) = dma_of(&acts);
+    let status = (Status::DONE | Status::FLUSHED).with_completed_op(via_abi::CompletedOp::Receive);
+    assert_eq!(
+        (dir, pages),
+        (
+            DmaDirection::Write {
+                data: status.bits().to_le_bytes().to_vec()
+            },
+            vec![0x11_0000 + 28]
+        )
+    );
+    assert!(!b.e.is_idle());
+    b.dma_done(tag, Vec::new());
+    assert_eq!(b.e.stats().status_writes, 1);
+    assert!(b.e.is_idle());
+}
+
+#[test]
+fn completion_flushes_a_send_on_an_unconnected_vi() {
+    // A send posted on a VI that is not connected is fetched and decoded, then completes
+    // with DESCRIPTOR_FLUSHED written into its status word; nothing is transmitted.
+    let mut b = Bench::new();
+    b.vi0(ViState::Idle);
+    let acts = b.ring(Queue::Send, 0x4000_0000);
+    b.after(wake_of(&acts).0);
+    let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    let (req, _, _, _) = translate_of(&acts);
+    let acts = b.translated(req, piece(0x10_0000, 64));
+    let (tag, _, _) = dma_of(&acts);
+    let mut bytes = vec![0u8; 64];
+    DescriptorRepr {
+        control: Control::from_op(Op::SendRecv),
+        ..DescriptorRepr::default()
+    }
+    .emit(&mut bytes)
+    .expect("descriptor");
+    let acts = b.dma_done(tag, bytes);
+    let (after, _, wake) = wake_of(&acts);
+    b.after(after);
+    let acts = b.nic(NicMsg::Engine(wake));
+    assert!(acts.iter().all(|a| !matches!(a, Action::ToGec { .. })));
+    let (tag, dir, pages) = dma_of(&acts);
+    let status = (Status::DONE | Status::FLUSHED).with_completed_op(via_abi::CompletedOp::Send);
+    assert_eq!(
+        (dir, pages),
+        (
+            DmaDirection::Write {
+                data: status.bits().to_le_bytes().to_vec()
+            },
+            vec![0x10_0000 + 28]
+        )
+    );
+    b.dma_done(tag, Vec::new());
+    let vi = b.e.vi(0).expect("vi");
+    assert_eq!(
+        (vi.counters.sends_completed, vi.counters.send_errors),
+        (1, 1)
+    );
+    assert!(b.e.is_idle());
+}

@@ -1,0 +1,170 @@
+//! Unit **receive path**: the receive front end ([`RxPath`]: frames waiting, the frame
+//! being handled and its placement plan, the Recv FIFO space, the RX word mover) and the
+//! messages being received ([`RxMessage`], keyed by [`RxId`], each with the receive
+//! descriptor it consumes). The steps are the engine's `rx`, `rxdata`, `recvdesc`,
+//! `rxdrain` and `rxerror` files.
+
+use crate::att::Piece;
+use crate::engine::fifo::{FifoSpace, Mover, MoverState};
+use crate::engine::ids::RxId;
+use sim_kernel::{Fsm, MsgId, StateName, Time};
+use std::collections::{BTreeMap, VecDeque};
+use via_abi::wire_header::{WireHeaderRepr, WireOp};
+use via_abi::{DescriptorRepr, MacAddr, MemHandle, Status};
+
+/// States of the receive front end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RxState {
+    /// No frame.
+    Idle,
+    /// Reading and checking a header.
+    HeaderCheck,
+    /// Fetching a receive descriptor.
+    Descriptor,
+    /// Translating the remote range of an RDMA write.
+    Translate,
+    /// Moving the payload into the Recv FIFO.
+    Drain,
+}
+
+impl StateName for RxState {
+    fn name(self) -> &'static str {
+        match self {
+            RxState::Idle => "idle",
+            RxState::HeaderCheck => "header-check",
+            RxState::Descriptor => "descriptor",
+            RxState::Translate => "translate",
+            RxState::Drain => "drain",
+        }
+    }
+}
+
+/// A frame the GEC has delivered.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RxIn {
+    pub slot: u16,
+    pub len: u32,
+    pub msg: MsgId,
+    pub at: Time,
+}
+
+/// The frame in the front end.
+#[derive(Clone, Debug)]
+pub(crate) struct RxWork {
+    pub frame: RxIn,
+    pub mark: Time,
+    pub hdr: Option<WireHeaderRepr>,
+    pub src: MacAddr,
+    /// The message the payload belongs to.
+    pub target: Option<RxId>,
+    /// Payload chunks still to move, and runs queued or moving.
+    pub plan: VecDeque<Chunk>,
+    pub moving: u32,
+}
+
+/// The receive path.
+#[derive(Clone, Debug)]
+pub(crate) struct RxPath {
+    pub queue: VecDeque<RxIn>,
+    pub cur: Option<RxWork>,
+    pub fsm: Fsm<RxState>,
+    pub fifo: FifoSpace,
+    pub mover: Mover<RxRun>,
+    pub mover_fsm: Fsm<MoverState>,
+}
+
+impl RxPath {
+    /// A path with a Recv FIFO of `fifo` bytes.
+    pub fn new(fifo: u64) -> Self {
+        Self {
+            queue: VecDeque::new(),
+            cur: None,
+            fsm: Fsm::new("rx", RxState::Idle),
+            fifo: FifoSpace::new(fifo),
+            mover: Mover::default(),
+            mover_fsm: Fsm::new("rx.mover", MoverState::Idle),
+        }
+    }
+}
+
+/// A receive descriptor taken for a message.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RecvDesc {
+    pub va: u64,
+    pub handle: MemHandle,
+    pub pieces: Vec<Piece>,
+    pub bytes: Vec<u8>,
+    pub repr: Option<DescriptorRepr>,
+    pub seg_pieces: Vec<Vec<Piece>>,
+    pub translating: usize,
+    pub status: Status,
+    pub ready: bool,
+}
+
+/// A message being received (or completing).
+#[derive(Clone, Debug)]
+pub(crate) struct RxMessage {
+    pub vi: u16,
+    pub msg: MsgId,
+    pub op: WireOp,
+    pub len: u32,
+    pub next_off: u64,
+    pub immediate: Option<u32>,
+    pub desc: Option<RecvDesc>,
+    pub failed: bool,
+    pub last_seen: bool,
+    pub drained: bool,
+    pub outstanding: u32,
+    pub last_seq: u32,
+    pub reliable: bool,
+    pub mark: Time,
+    pub completed: bool,
+}
+
+/// A chunk of a frame's payload to move and write.
+#[derive(Clone, Debug)]
+pub(crate) struct Chunk {
+    /// Offset in the frame's payload.
+    pub off: u64,
+    pub len: u64,
+    /// Host pages it goes to (ATT layout).
+    pub pages: Vec<u64>,
+}
+
+/// A run of the RX mover: a chunk on its way into the Recv FIFO.
+#[derive(Clone, Debug)]
+pub(crate) struct RxRun {
+    pub src: u64,
+    pub len: u64,
+    pub data: Vec<u8>,
+    pub pages: Vec<u64>,
+    pub msg: RxId,
+}
+
+/// The receive path's state (see the module doc).
+#[derive(Clone, Debug)]
+pub(crate) struct RecvPath {
+    /// The front end.
+    pub front: RxPath,
+    /// Messages being received or completing, by id.
+    pub msgs: BTreeMap<RxId, RxMessage>,
+    /// The last id handed out.
+    pub next: RxId,
+}
+
+impl RecvPath {
+    /// A receive path with a Recv FIFO of `fifo` bytes.
+    pub fn new(fifo: u64) -> Self {
+        Self {
+            front: RxPath::new(fifo),
+            msgs: BTreeMap::new(),
+            next: RxId::default(),
+        }
+    }
+
+    /// A fresh message id.
+    pub fn new_id(&mut self) -> RxId {
+        self.next = self.next.next();
+        self.next
+    }
+}
