@@ -162,10 +162,26 @@ fn post_send_span_is_call_cost_plus_doorbell() {
         .filter(|sp| sp.component == s.nodes[0].cpu)
         .collect();
     assert_eq!((post.len(), bell.len()), (1, 1));
-    // call + link + Next/handle store (12 B, cached line) + status store (4 B) + doorbell
+    // call + the VI-state read + link + Next/handle store (12 B, cached line) + status
+    // store (4 B) + doorbell + the flush read
     let cpu = c.vipl_call.0 + c.post_link.0 + (c.cache_hit.0 + 3) + (c.cache_hit.0 + 1);
     let bell_time = bell[0].end - bell[0].start;
-    assert_eq!(post[0].end - post[0].start, cyc(cpu) + bell_time);
+    let one = |stage| {
+        let v = spans(&s, stage);
+        assert_eq!(v.len(), 1, "{stage}");
+        v[0].end - v[0].start
+    };
+    let (read, flush) = (one("vi state read"), one("doorbell flush"));
+    assert_eq!(
+        post[0].end - post[0].start,
+        cyc(cpu) + read + bell_time + flush
+    );
+    // each read is a whole PCI read (address, turnaround, data) after its issue cost
+    for r in [read, flush] {
+        assert!(r >= Duration(c.mmio_read.0 * CYCLE + 3 * PCI), "{r:?}");
+    }
+    // the flush waits behind the four posted doorbell writes on the bus
+    assert!(flush > read, "{flush:?} {read:?}");
     assert!(bell_time >= Duration(4 * (c.mmio_write.0 * CYCLE + PCI + CYCLE)));
     // the wait is a poll: its span is inside VipSendWait
     let wait = spans(&s, "VipSendWait");

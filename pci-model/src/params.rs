@@ -243,6 +243,12 @@ pub struct BridgeParams {
     pub latency_timer: Cycles,
     /// Whether the bridge does 64-bit transfers on a 64-bit bus. Assumption: true.
     pub supports_64bit: bool,
+    /// The host side of a CPU read of a PCI device \[ns\]: the load's front-side-bus
+    /// request and the bridge's decode before the PCI transaction, and the clock crossing
+    /// back and the FSB data phase after it. The model charges it between the read's last
+    /// PCI data phase and the CPU getting the data (the read still takes its place on the
+    /// bus in the order the CPU issued it). Assumption 0 in the defaults (pure PCI timing).
+    pub cpu_read_latency: Duration,
 }
 
 impl Default for BridgeParams {
@@ -260,6 +266,7 @@ impl Default for BridgeParams {
             cpu_write_buffer_entries: 4,
             latency_timer: Cycles(32),
             supports_64bit: true,
+            cpu_read_latency: Duration::ZERO,
         }
     }
 }

@@ -47,7 +47,6 @@ fn infeasible_settings_exit_2_naming_the_key() {
     for (set, key) in [
         ("card.sdram_mb=1", "card.sdram_mb"),
         ("host.memory_mb=4096", "host.memory_mb"),
-        ("host.page_size_bytes=8192", "host.page_size_bytes"),
         ("wire.mtu_bytes=1500", "wire.mtu_bytes"),
         ("mac.tx_fifo_bytes=1024", "mac.tx_fifo_bytes"),
         ("mac.rx_fifo_bytes=1024", "mac.rx_fifo_bytes"),

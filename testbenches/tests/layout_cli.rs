@@ -622,15 +622,4 @@ fn bad_att_input_exits_2_naming_the_option() {
     assert!(err.contains("--pages"), "{err}");
     let err = att(&["--va", "0", "--len", "1"]);
     assert!(err.contains("--pages"), "{err}");
-    let err = att(&[
-        "--va",
-        "0",
-        "--len",
-        "1",
-        "--pages",
-        "0",
-        "--set",
-        "host.page_size_bytes=8192",
-    ]);
-    assert!(err.contains("host.page_size_bytes"), "{err}");
 }

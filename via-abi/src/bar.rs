@@ -31,7 +31,7 @@
 //! | 0x021C | `VI_STATE` | R | [`ViStateCode`] of `VI_SEL` |
 //! | 0x0220 | `VI_RESULT` | R | [`CmdResult`] of the last VI command |
 //! | 0x0224 | `VI_PEER_VI` | R | remote VI number once connected |
-//! | 0x1000 + 16 n | doorbell `n` | W | 16-byte [`Doorbell`](crate::Doorbell) record for VI `n`; the write of its last dword (offset 12) rings it |
+//! | 0x1000 + 16 n | doorbell `n` | R/W | W: 16-byte [`Doorbell`](crate::Doorbell) record for VI `n`; the write of its last dword (offset 12) rings it. R (any dword): [`ViStateCode`] of VI `n` (a post's state check and flush read, no select register) |
 //!
 //! Reads of unknown offsets return 0; writes to unknown or read-only offsets are ignored
 //! and counted by the card (a PCI target cannot refuse a decoded write).

@@ -27,6 +27,12 @@ pub struct HostCpuParams {
     /// (not published; the card fragments messages into MTU-sized frames and its
     /// descriptors carry a 32-bit length; 16 MiB is the largest size `hvia` documents).
     pub max_transfer_bytes: u32,
+    /// A post reads the VI's state from its doorbell window on the card before ringing
+    /// (one uncached PCI read). Assumption: true (see the config's `[host.vipl]`).
+    pub post_reads_vi_state: bool,
+    /// A post reads the doorbell window back after ringing, flushing the posted
+    /// doorbell writes to the card. Assumption: true.
+    pub post_flushes_doorbell: bool,
 }
 
 impl Default for HostCpuParams {
@@ -39,6 +45,8 @@ impl Default for HostCpuParams {
             heap_base: 0x4000_0000,
             first_vi: 0,
             max_transfer_bytes: 16 << 20,
+            post_reads_vi_state: true,
+            post_flushes_doorbell: true,
         }
     }
 }

@@ -32,7 +32,7 @@ mod sendrecv;
 pub mod setup;
 
 pub use rdma::{rdma_pingpong_initiator, rdma_pingpong_responder};
-pub use sendrecv::{sendrecv_pingpong_initiator, sendrecv_pingpong_responder};
+pub use sendrecv::{sendrecv_pingpong_initiator, sendrecv_pingpong_responder, POST_RECV_TIMED};
 
 use crate::program::ProgramError;
 use crate::vipl::{Timeout, Vipl};

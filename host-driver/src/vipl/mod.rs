@@ -158,6 +158,19 @@ impl Vipl {
         });
     }
 
+    /// Records a span of this CPU from `start` to `end` (both already past), e.g. an
+    /// interval measured between two `gettimeofday` clock reads.
+    pub fn record_span_between(&self, stage: &'static str, start: Time, end: Time) {
+        let mut s = self.slot.borrow_mut();
+        let msg = s.msg;
+        s.spans.push(SpanRecord {
+            msg,
+            stage,
+            start,
+            end,
+        });
+    }
+
     /// Checks that `nic` is the open NIC.
     pub(crate) fn check_nic(&self, nic: NicHandle) -> VipResult<()> {
         match &self.nic {

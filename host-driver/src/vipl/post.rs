@@ -8,9 +8,16 @@
 //! the 16-byte via-abi [`DoorbellRepr`] as four 32-bit memory-mapped writes to
 //! `DOORBELL_BASE + 16 * vi`, the last of which (offset 12) rings it. The doorbell
 //! writes are traced as a `doorbell` span.
+//!
+//! Two uncached reads of the VI's doorbell window on the card frame the post (each a
+//! whole PCI read, switchable in `HostCpuParams`): before the stores, the VI's state as
+//! the card knows it (`vi state read`; the card's VI protocol manager owns it, and a VI
+//! the card has moved to Error refuses posts with `VIP_INVALID_STATE`), and after the
+//! doorbell, a read-back that PCI ordering holds behind the posted doorbell writes
+//! (`doorbell flush`), so the doorbell has reached the card when the call returns.
 
 use super::{Posted, ViHandle, ViState, VipError, VipResult, Vipl};
-use via_abi::bar;
+use via_abi::bar::{self, ViStateCode};
 use via_abi::descriptor::is_descriptor_aligned;
 use via_abi::{DoorbellRepr, MemHandle, Queue, WorkQueue};
 
@@ -69,6 +76,19 @@ impl Vipl {
         if !state_ok {
             return Err(VipError::InvalidState);
         }
+        let window = bar::doorbell_offset(vi.0).ok_or(VipError::ErrorResource)?;
+        if self.cfg.post_reads_vi_state {
+            let start = self.now();
+            let state = ViStateCode::from_raw(self.mmio_read(window).await?);
+            self.record_span("vi state read", start);
+            let ok = match queue {
+                WorkQueue::Send => state == ViStateCode::Connected,
+                WorkQueue::Receive => !matches!(state, ViStateCode::Error | ViStateCode::Absent),
+            };
+            if !ok {
+                return Err(VipError::InvalidState);
+            }
+        }
         if !is_descriptor_aligned(desc_va)
             || self
                 .region_covering(
@@ -104,7 +124,14 @@ impl Vipl {
                 WorkQueue::Receive => e.recv.push_back(posted),
             }
         }
-        self.ring_doorbell(vi.0, queue, desc_va, desc_handle).await
+        self.ring_doorbell(vi.0, queue, desc_va, desc_handle)
+            .await?;
+        if self.cfg.post_flushes_doorbell {
+            let start = self.now();
+            self.mmio_read(window).await?;
+            self.record_span("doorbell flush", start);
+        }
+        Ok(())
     }
 
     /// Writes the doorbell record of a post, dword by dword.

@@ -141,6 +141,18 @@ impl Vipl {
         }
     }
 
+    /// `gettimeofday`: a system call that reads the clock half-way through; returns
+    /// the instant it read (what the program sees, to the picosecond instead of the
+    /// microsecond).
+    pub async fn gettimeofday(&self) -> Time {
+        let half = Cycles(self.cfg.costs.gettimeofday.0 / 2);
+        self.compute(half).await;
+        let t = self.now();
+        self.compute(Cycles(self.cfg.costs.gettimeofday.0 - half.0))
+            .await;
+        t
+    }
+
     /// Polls process memory at `va` until `cond` holds, each iteration costing
     /// `poll_iteration` cycles plus its load (a hit while the line is unchanged, a miss
     /// once a DMA write has changed it). The load of an iteration sees memory as the host

@@ -129,7 +129,13 @@ impl FakeCard {
                 .raw(),
             bar::VI_RESULT => result(self.vi_result).raw(),
             bar::VI_PEER_VI => self.vis.get(&sel).and_then(|v| v.peer).map_or(0, u32::from),
-            _ => 0,
+            // A doorbell window reads its VI's state (a post's check and flush).
+            _ => bar::doorbell_at(off).map_or(0, |(vi, _)| {
+                self.vis
+                    .get(&vi)
+                    .map_or(ViStateCode::Absent, |v| v.state)
+                    .raw()
+            }),
         }
     }
 

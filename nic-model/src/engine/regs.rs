@@ -120,7 +120,12 @@ impl Engine {
             bar::VI_STATE => self.vis.state_code(r.vi_sel).raw(),
             bar::VI_RESULT => r.vi_result.raw(),
             bar::VI_PEER_VI => self.vis.peer_code(r.vi_sel),
-            _ => 0,
+            _ => match bar::doorbell_at(off) {
+                // Any dword of VI n's doorbell window reads VI n's state (the VIPL's
+                // check before a post and its flush after one).
+                Some((vi, _)) => self.vis.state_code(u32::from(vi)).raw(),
+                None => 0,
+            },
         }
     }
 

@@ -13,7 +13,7 @@ use super::{DeviceReply, PciBus, Reply, TargetKind};
 use crate::memory::HostMemory;
 use crate::msg::{PciMsg, TransactionDone, TxnStatus};
 use crate::stats::{TenureEnd, TenureRecord};
-use sim_kernel::{ComponentId, Ctx, MsgId, Time};
+use sim_kernel::{ComponentId, Ctx, Duration, MsgId, Time};
 
 impl PciBus {
     /// Ends the transaction in progress, whose last busy clock is `last` (stepped in
@@ -285,10 +285,15 @@ impl PciBus {
                 } else {
                     vec![0xFF; usize::try_from(q.total).unwrap_or(0)]
                 };
+                // The host side of the read (FSB request, decode, crossing back).
+                let back = self
+                    .bridge
+                    .as_ref()
+                    .map_or(Duration::ZERO, |b| b.params().cpu_read_latency);
                 self.emit(
                     ctx,
                     reply_to,
-                    t_end,
+                    t_end + back,
                     PciMsg::CpuReadData {
                         tag: q.req.tag,
                         data,

@@ -112,7 +112,10 @@ fn job(cfg: &SystemConfig, j: &Job) -> Result<Got, String> {
                     .trace()
                     .spans()
                     .iter()
-                    .filter(|s| s.component == responder && s.stage == "VipPostRecv")
+                    .filter(|s| {
+                        s.component == responder
+                            && s.stage == host_driver::programs::POST_RECV_TIMED
+                    })
                     .map(|s| (s.end - s.start).as_ns_f64())
                     .collect();
                 #[allow(clippy::cast_precision_loss)]

@@ -14,6 +14,7 @@
 pub mod calibrated;
 mod error;
 pub mod feasible;
+mod host;
 mod pci;
 mod presets;
 mod schema;
@@ -28,8 +29,8 @@ pub use error::ConfigError;
 pub use pci::PciBusKind;
 pub use presets::{find as find_preset, Preset, DEFAULT_PRESET, PRESETS};
 pub use schema::{
-    AttLocation, CardConfig, HostConfig, MacConfig, PciBusConfig, PciConfig, SimConfig,
-    SystemConfig, TopologyConfig, WireConfig,
+    AttLocation, CardConfig, HostConfig, HostCostsConfig, MacConfig, PciBusConfig, PciConfig,
+    SimConfig, SystemConfig, TopologyConfig, ViplConfig, WireConfig,
 };
 pub use schema_pci::{
     BridgeConfig, Devsel, DmaMasterConfig, LocalTargetConfig, Park, ReadMode, TargetConfig,
@@ -93,9 +94,8 @@ impl ClockSpec {
 impl SystemConfig {
     /// Every clock of one node, in schema order.
     #[must_use]
-    pub fn clocks(&self) -> [ClockSpec; 7] {
+    pub fn clocks(&self) -> [ClockSpec; 6] {
         const CPU: &str = "a sane bound for a host CPU";
-        const DRAM: &str = "a sane bound for host memory";
         const PCI: &str =
             "PCI 2.2 ch. 7: 66 MHz is the fastest conventional PCI clock; PCI-X is not modelled";
         const CARD: &str = "a sane bound for FPGA and SDRAM clocks";
@@ -114,13 +114,6 @@ impl SystemConfig {
                 self.host.cpu_clock_mhz,
                 10_000.0,
                 CPU,
-            ),
-            c(
-                "host.memory_clock_mhz",
-                "host.memory",
-                self.host.memory_clock_mhz,
-                5_000.0,
-                DRAM,
             ),
             c(
                 "pci.system.clock_mhz",

@@ -190,6 +190,7 @@ fn bridge(b: &BridgeConfig) -> BridgeParams {
         cpu_write_buffer_entries: count(b.cpu_write_buffer_entries),
         latency_timer: Cycles(u64::from(b.latency_timer_cycles)),
         supports_64bit: b.supports_64bit,
+        cpu_read_latency: Duration::from_ns(u64::from(b.cpu_read_latency_ns)),
     }
 }
 
@@ -224,23 +225,35 @@ mod tests {
     }
 
     /// The preset is the published system, which is what pci-model's defaults describe,
-    /// except the bridge's DMA read latency, which the preset calibrates (750 ns, fitted
-    /// to the paper's peak bandwidth) where pci-model keeps its bottom-up estimate.
+    /// except the values the preset calibrates where pci-model keeps its bottom-up or
+    /// pure-PCI values: the bridge's DMA read latency (500 ns, fitted to the paper's peak
+    /// bandwidth), its CPU-read host side (150 ns) and the masters' recovery clocks.
     #[test]
     fn the_preset_maps_onto_the_model_defaults() {
         let c = published();
         for kind in [PciBusKind::System, PciBusKind::Local] {
             assert_eq!(c.pci_bus_params(kind).unwrap(), BusParams::default());
-            assert_eq!(c.dma_params(kind), DmaParams::default());
+            let dma = c.dma_params(kind);
+            assert_eq!(
+                DmaParams {
+                    recovery: DmaParams::default().recovery,
+                    ..dma
+                },
+                DmaParams::default()
+            );
         }
+        assert_eq!(c.dma_params(PciBusKind::System).recovery, Cycles(10));
+        assert_eq!(c.dma_params(PciBusKind::Local).recovery, Cycles(13));
         let bridge = c.host_bridge_params();
         assert_eq!(
             bridge.memory_read_latency,
-            sim_kernel::Duration::from_ns(750)
+            sim_kernel::Duration::from_ns(500)
         );
+        assert_eq!(bridge.cpu_read_latency, sim_kernel::Duration::from_ns(150));
         assert_eq!(
             BridgeParams {
                 memory_read_latency: BridgeParams::default().memory_read_latency,
+                cpu_read_latency: BridgeParams::default().cpu_read_latency,
                 ..bridge
             },
             BridgeParams::default()

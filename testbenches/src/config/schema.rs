@@ -58,10 +58,62 @@ pub struct HostConfig {
     pub cpu_clock_mhz: f64,
     /// Host DRAM size \[MB = 2^20 bytes\].
     pub memory_mb: u32,
-    /// Host memory and host-bridge clock \[MHz\] (domain `host.memory`).
-    pub memory_clock_mhz: f64,
-    /// Virtual-memory page size \[bytes\].
-    pub page_size_bytes: u32,
+    /// What each host-side action costs the CPU (`[host.costs]`).
+    pub costs: HostCostsConfig,
+    /// How the VIPL library posts a descriptor (`[host.vipl]`).
+    pub vipl: ViplConfig,
+}
+
+/// `[host.costs]`: the CPU cost of each host-side action, in CPU cycles (the fields of
+/// `host_driver::CpuCosts`; bus time is simulated on top, never here).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostCostsConfig {
+    /// Entry, checks and return of one VIPL library call \[cycles\].
+    pub vipl_call_cycles: u32,
+    /// Kernel entry and exit of one kernel-agent request \[cycles\].
+    pub syscall_cycles: u32,
+    /// One `gettimeofday` system call; its clock is read half-way \[cycles\].
+    pub gettimeofday_cycles: u32,
+    /// Pinning one 4 KB page during registration \[cycles per page\].
+    pub pin_page_cycles: u32,
+    /// Computing the fields of one descriptor \[cycles\].
+    pub descriptor_build_cycles: u32,
+    /// Work-queue bookkeeping of one post \[cycles\].
+    pub post_link_cycles: u32,
+    /// Issuing one uncached store \[cycles\].
+    pub mmio_write_cycles: u32,
+    /// Issuing one uncached load \[cycles\].
+    pub mmio_read_cycles: u32,
+    /// One turn of a polling loop, its load apart \[cycles\].
+    pub poll_iteration_cycles: u32,
+    /// A cache-hitting access \[cycles per 32-byte line\].
+    pub cache_hit_cycles: u32,
+    /// The first missing line of an access \[cycles\].
+    pub cache_miss_cycles: u32,
+    /// Each further missing line of the same access \[cycles per line\].
+    pub cache_miss_stream_cycles: u32,
+    /// A store to a line that is not cached \[cycles per line\].
+    pub store_miss_cycles: u32,
+    /// Bytes moved or compared in registers per cycle \[bytes per cycle\].
+    pub copy_bytes_per_cycle: u32,
+    /// Delay between two reads of a busy card command register \[cycles\].
+    pub register_poll_delay_cycles: u32,
+    /// One `malloc` \[cycles\].
+    pub malloc_cycles: u32,
+    /// First touch of one fresh anonymous page \[cycles per page\].
+    pub page_fault_cycles: u32,
+}
+
+/// `[host.vipl]`: the card-register accesses of a post (VipPostSend, VipPostRecv).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViplConfig {
+    /// Before ringing, read the VI's state from its doorbell window on the card.
+    pub post_reads_vi_state: bool,
+    /// After ringing, read the doorbell window back (flushes the posted doorbell writes
+    /// to the card before the call returns).
+    pub post_flushes_doorbell: bool,
 }
 
 /// `[pci]`: the two PCI buses of a node and the host bridge.

@@ -71,6 +71,9 @@ pub struct BridgeConfig {
     pub latency_timer_cycles: u32,
     /// Whether it answers REQ64# with ACK64# on a 64-bit bus.
     pub supports_64bit: bool,
+    /// The host side of a CPU read of a PCI device (FSB request, decode, crossing back)
+    /// \[ns\].
+    pub cpu_read_latency_ns: u32,
 }
 
 /// `[card.dma]` (the card on the system bus) or `[mac.dma]` (the DP83820 on the local

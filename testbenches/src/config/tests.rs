@@ -48,7 +48,6 @@ fn clocks_become_whole_picosecond_periods() {
         periods,
         [
             ("host.cpu", 1250),
-            ("host.memory", 10_000),
             ("pci.system", 30_303),
             ("pci.local", 30_303),
             ("card.core", 30_303),
@@ -56,7 +55,7 @@ fn clocks_become_whole_picosecond_periods() {
             ("wire.gmii", 8000),
         ]
     );
-    let d = published().clocks()[2].clock_domain().unwrap();
+    let d = published().clocks()[1].clock_domain().unwrap();
     assert_eq!((d.name(), d.period().0), ("pci.system", 30_303));
 }
 
@@ -113,7 +112,7 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("card.att_location".into(), "card".into())));
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
-    assert_eq!(flat.len(), 70);
+    assert_eq!(flat.len(), 88);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
 }
 
@@ -313,11 +312,6 @@ fn validation_names_the_key_and_the_limit() {
         ("topology.nodes=1", "topology.nodes", "at least 2"),
         ("topology.nodes=4", "topology.nodes", "switch"),
         ("host.memory_mb=0", "host.memory_mb", "between 1 and 4096"),
-        (
-            "host.page_size_bytes=4000",
-            "host.page_size_bytes",
-            "power of two",
-        ),
         ("card.sdram_mb=0", "card.sdram_mb", "between"),
         ("mac.rx_fifo_bytes=0", "mac.rx_fifo_bytes", "between 64"),
         ("wire.mtu_bytes=20000", "wire.mtu_bytes", "9014"),

@@ -113,22 +113,8 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
         4096,
         " (the model uses 32-bit physical addresses, as the DP83820 descriptors do)",
     )?;
-    power_of_two(
-        "host.page_size_bytes",
-        cfg.host.page_size_bytes,
-        1024,
-        4 << 20,
-    )?;
-    if u64::from(cfg.host.page_size_bytes) > u64::from(cfg.host.memory_mb) << 20 {
-        return Err(problem(
-            "host.page_size_bytes",
-            format!(
-                "{} bytes is larger than host memory ({} MB)",
-                cfg.host.page_size_bytes, cfg.host.memory_mb
-            ),
-        ));
-    }
 
+    super::host::check(&cfg.host.costs)?;
     check_bus("pci.system", &cfg.pci.system)?;
     check_bus("pci.local", &cfg.pci.local)?;
     validate_pci::bridge("pci.bridge", &cfg.pci.bridge)?;

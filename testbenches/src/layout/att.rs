@@ -112,14 +112,6 @@ impl AttArgs {
 /// # Errors
 /// A [`LayoutError`] naming the option (or config key) with bad input.
 pub fn build(args: &AttArgs, cfg: &SystemConfig) -> Result<AttRegionRepr, LayoutError> {
-    let page = u64::from(cfg.host.page_size_bytes);
-    if page != PAGE_SIZE {
-        return Err(LayoutError::new(
-            "host.page_size_bytes",
-            &page.to_string(),
-            format!("the ATT layout is built for {PAGE_SIZE}-byte host pages (HVIA-GE paper), not {page}"),
-        ));
-    }
     let pages: Vec<u64> = args.pages.iter().map(|p| p.pa).collect();
     let spec = RegionSpec {
         va: args.va,

@@ -235,6 +235,9 @@ impl System {
 
             let cpu_params = HostCpuParams {
                 bar0: engine_params.bar0_base,
+                costs: cfg.cpu_costs(),
+                post_reads_vi_state: cfg.host.vipl.post_reads_vi_state,
+                post_flushes_doorbell: cfg.host.vipl.post_flushes_doorbell,
                 ..HostCpuParams::default()
             };
             let cpu = HostCpu::new(cpu_params, id.system_bus);

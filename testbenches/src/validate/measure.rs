@@ -3,7 +3,8 @@
 //!
 //! - RDMA-write and send/receive ping-pong sweeps, 4 B .. 1 MiB (powers of two);
 //! - traced send/receive ping-pongs at 4 B, 64 B, 1 KiB, 4 KiB and 16 KiB: the
-//!   receiver's `VipPostRecv` spans (CPU time from the call to its return) and its
+//!   receiver's `VipPostRecv` times as the paper took them (between two `gettimeofday`
+//!   calls around building the descriptor and posting it, `POST_RECV_TIMED`) and its
 //!   `VipRecvWait` processing time (see [`recv_wait_processing`]);
 //! - the breakdown of a 4-byte RDMA write;
 //! - `hvia dma` with 512-byte bursts, read and write, on the system and the local bus.
@@ -159,7 +160,7 @@ fn recv_side(cfg: &SystemConfig, size: u32) -> Result<RecvSide, MeasureError> {
         .trace()
         .spans()
         .iter()
-        .filter(|s| s.component == responder && s.stage == "VipPostRecv")
+        .filter(|s| s.component == responder && s.stage == host_driver::programs::POST_RECV_TIMED)
         .map(|s| (s.end - s.start).as_ns_f64())
         .collect();
     if posts.is_empty() {
