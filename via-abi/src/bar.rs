@@ -31,10 +31,17 @@
 //! | 0x021C | `VI_STATE` | R | [`ViStateCode`] of `VI_SEL` |
 //! | 0x0220 | `VI_RESULT` | R | [`CmdResult`] of the last VI command |
 //! | 0x0224 | `VI_PEER_VI` | R | remote VI number once connected |
-//! | 0x1000 + 16 n | doorbell `n` | R/W | W: 16-byte [`Doorbell`](crate::Doorbell) record for VI `n`; the write of its last dword (offset 12) rings it. R (any dword): [`ViStateCode`] of VI `n` (a post's state check and flush read, no select register) |
+//! | 0x1000 + 16 n | doorbell `n` | R/W | W: 16-byte [`Doorbell`](crate::Doorbell) record for VI `n`; the write of its last dword (offset 12) rings it. R (any dword): bits 7:0 [`ViStateCode`] of VI `n`, bit 8 [`POSTS_PENDING`] (the VIPL's checks around a post; no select register) |
 //!
 //! Reads of unknown offsets return 0; writes to unknown or read-only offsets are ignored
 //! and counted by the card (a PCI target cannot refuse a decoded write).
+
+/// Bit of a doorbell window's read value: the card holds doorbells of this VI that it
+/// has not taken yet (still in its doorbell FIFO, or a receive descriptor being checked).
+pub const POSTS_PENDING: u32 = 1 << 8;
+
+/// The VI-state byte of a doorbell window's read value.
+pub const WINDOW_STATE_MASK: u32 = 0xFF;
 
 /// Size of BAR0 [bytes].
 pub const BAR0_SIZE: u64 = 0x1_0000;

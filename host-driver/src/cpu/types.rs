@@ -33,6 +33,9 @@ pub struct HostCpuParams {
     /// A post reads the doorbell window back after ringing, flushing the posted
     /// doorbell writes to the card. Assumption: true.
     pub post_flushes_doorbell: bool,
+    /// After ringing, a post reads the doorbell window until the card has taken it
+    /// (`POSTS_PENDING` clear); the first read doubles as the flush. Assumption: true.
+    pub post_waits_for_card: bool,
 }
 
 impl Default for HostCpuParams {
@@ -47,6 +50,7 @@ impl Default for HostCpuParams {
             max_transfer_bytes: 16 << 20,
             post_reads_vi_state: true,
             post_flushes_doorbell: true,
+            post_waits_for_card: true,
         }
     }
 }

@@ -14,7 +14,10 @@
 //! the card knows it (`vi state read`; the card's VI protocol manager owns it, and a VI
 //! the card has moved to Error refuses posts with `VIP_INVALID_STATE`), and after the
 //! doorbell, a read-back that PCI ordering holds behind the posted doorbell writes
-//! (`doorbell flush`), so the doorbell has reached the card when the call returns.
+//! (`doorbell flush`), so the doorbell has reached the card when the call returns. With
+//! `post_waits_for_card`, the library reads the window again until its `POSTS_PENDING`
+//! bit clears (`card takes post`): the call returns once the card has taken the post,
+//! which for a receive means the card has read and checked the descriptor.
 
 use super::{Posted, ViHandle, ViState, VipError, VipResult, Vipl};
 use via_abi::bar::{self, ViStateCode};
@@ -79,7 +82,8 @@ impl Vipl {
         let window = bar::doorbell_offset(vi.0).ok_or(VipError::ErrorResource)?;
         if self.cfg.post_reads_vi_state {
             let start = self.now();
-            let state = ViStateCode::from_raw(self.mmio_read(window).await?);
+            let state =
+                ViStateCode::from_raw(self.mmio_read(window).await? & bar::WINDOW_STATE_MASK);
             self.record_span("vi state read", start);
             let ok = match queue {
                 WorkQueue::Send => state == ViStateCode::Connected,
@@ -126,10 +130,29 @@ impl Vipl {
         }
         self.ring_doorbell(vi.0, queue, desc_va, desc_handle)
             .await?;
-        if self.cfg.post_flushes_doorbell {
+        if self.cfg.post_flushes_doorbell || self.cfg.post_waits_for_card {
             let start = self.now();
-            self.mmio_read(window).await?;
+            let mut word = self.mmio_read(window).await?;
             self.record_span("doorbell flush", start);
+            if self.cfg.post_waits_for_card && word & bar::POSTS_PENDING != 0 {
+                let start = self.now();
+                self.declare_wait(Some(crate::ops::RegisterWait {
+                    what: "the card to take the post (doorbell window POSTS_PENDING)",
+                    deadline: None,
+                    since: start,
+                }));
+                while word & bar::POSTS_PENDING != 0 {
+                    word = match self.mmio_read(window).await {
+                        Ok(w) => w,
+                        Err(e) => {
+                            self.declare_wait(None);
+                            return Err(e);
+                        }
+                    };
+                }
+                self.declare_wait(None);
+                self.record_span("card takes post", start);
+            }
         }
         Ok(())
     }

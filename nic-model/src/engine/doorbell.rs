@@ -19,7 +19,7 @@
 //! dispatch.
 
 use super::io::{span, Io};
-use super::unit::doorbell::{DoorbellState, Entry};
+use super::unit::doorbell::{DoorbellState, Entry, RecvCheck};
 use super::unit::vi::{PostedRecv, ViState};
 use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
@@ -54,6 +54,7 @@ impl Engine {
             return;
         };
         self.stats.doorbells += 1;
+        self.doorbells.rung(vi);
         if repr.vi != vi {
             self.stats.doorbell_vi_mismatch += 1;
         }
@@ -107,7 +108,10 @@ impl Engine {
 
     /// Starts decoding the next doorbell that can go, if the dispatcher is free.
     pub(crate) fn kick_doorbells(&mut self, io: &mut Io, _ram: &mut BufferRam) {
-        if self.doorbells.fsm.state() == DoorbellState::Decoding {
+        if matches!(
+            self.doorbells.fsm.state(),
+            DoorbellState::Decoding | DoorbellState::Checking
+        ) {
             return;
         }
         let ready = self.doorbells.fifo.iter().any(|e| self.can_dispatch(e));
@@ -145,13 +149,26 @@ impl Engine {
     fn dispatch(&mut self, e: Entry, io: &mut Io, ram: &mut BufferRam) {
         let mut mark = e.at;
         span(io, e.msg, "doorbell", &mut mark);
+        let check = self.params.check_recv_on_post && e.rec.queue == Queue::Receive;
+        if !check {
+            self.doorbells.taken(e.vi);
+        }
         let Some(vi) = self.vis.get_mut(e.vi) else {
+            if check {
+                self.doorbells.taken(e.vi);
+            }
             self.stats.doorbell_no_vi += 1;
             tracing::warn!(target: "nic::doorbell", vi = e.vi, "doorbell for a VI that does not exist dropped");
             return;
         };
         match e.rec.queue {
+            Queue::Receive if check && vi.state() != ViState::Error => {
+                self.start_recv_check(RecvCheck::new(e, mark), io);
+            }
             Queue::Receive => {
+                if check {
+                    self.doorbells.taken(e.vi);
+                }
                 let flushed = vi.state() == ViState::Error;
                 vi.recv_queue.push_back(PostedRecv {
                     va: e.rec.desc_va,

@@ -59,6 +59,8 @@ pub enum EngineWake {
     },
     /// The header of the frame in the receive front end has been read and checked.
     HeaderChecked,
+    /// The receive descriptor the doorbell unit checks is decoded.
+    RecvCheckDecoded,
     /// The TX word mover's scheduled edge (stale generations are ignored).
     TxMover {
         /// Generation of the wake-up.

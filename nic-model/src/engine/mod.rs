@@ -75,6 +75,7 @@ mod unit;
 mod complete;
 mod connect;
 mod doorbell;
+mod recvcheck;
 mod recvdesc;
 mod regs;
 mod rx;
@@ -277,6 +278,7 @@ impl Engine {
                     DmaFor::RecvDesc { rx, rest } => self.recv_desc_read(rx, rest, &done, io, ram),
                     DmaFor::RxChunk { rx, len } => self.rx_chunk_written(rx, len, &done, io, ram),
                     DmaFor::Status { job } => self.status_written(job, &done, io),
+                    DmaFor::RecvCheck { rest } => self.recv_check_read(rest, &done, io, ram),
                 }
             }
             other => {
@@ -309,6 +311,8 @@ impl Engine {
                     }
                     AttFor::Remote => self.remote_translated(result, io, ram),
                     AttFor::StatusOnly { job } => self.status_translated(job, result, io),
+                    AttFor::RecvCheck { rest } => self.recv_check_translated(rest, result, io, ram),
+                    AttFor::RecvCheckBuf { .. } => self.recv_check_buf_translated(result, io, ram),
                 }
             }
             NicMsg::AttRegistered { req, result } => {
@@ -322,6 +326,7 @@ impl Engine {
                 EngineWake::DescriptorDecoded { send } => self.send_decoded(send, io, ram),
                 EngineWake::RecvDescriptorDecoded { rx } => self.recv_decoded(rx, io, ram),
                 EngineWake::HeaderChecked => self.header_checked(io, ram),
+                EngineWake::RecvCheckDecoded => self.recv_check_decoded(io, ram),
                 EngineWake::TxMover { gen } => self.tx_mover_woken(gen, io, ram),
                 EngineWake::RxMover { gen } => self.rx_mover_woken(gen, io, ram),
             },

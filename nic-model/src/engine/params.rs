@@ -71,6 +71,14 @@ pub struct EngineParams {
     pub max_send_contexts: usize,
     /// Cycles to decode and check a fetched VI descriptor \[cycles\]. Default 2; assumption.
     pub descriptor_decode_cycles: Cycles,
+    /// The doorbell unit checks a posted receive descriptor (reads it, checks its
+    /// format, translates its buffers) before taking its doorbell (`recvcheck`).
+    /// Default false.
+    pub check_recv_on_post: bool,
+    /// The receive path reads and translates a message's receive descriptor again for
+    /// every frame of the message, keeping nothing between frames. Default false (once
+    /// per message).
+    pub recv_descriptor_per_frame: bool,
     /// Cycles to assemble the Ethernet + VIA headers of a frame before its first word is
     /// written into the TX buffer \[cycles\]; the 54 header bytes then take 14 word moves
     /// like payload. Default 2; assumption.
@@ -119,6 +127,8 @@ impl Default for EngineParams {
             recv_queue_depth: 64,
             max_send_contexts: 4,
             descriptor_decode_cycles: Cycles(2),
+            check_recv_on_post: false,
+            recv_descriptor_per_frame: false,
             header_build_cycles: Cycles(2),
             handoff_cycles: Cycles(1),
             header_check_cycles: Cycles(2),

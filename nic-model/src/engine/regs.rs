@@ -123,7 +123,14 @@ impl Engine {
             _ => match bar::doorbell_at(off) {
                 // Any dword of VI n's doorbell window reads VI n's state (the VIPL's
                 // check before a post and its flush after one).
-                Some((vi, _)) => self.vis.state_code(u32::from(vi)).raw(),
+                Some((vi, _)) => {
+                    let pending = if self.doorbells.is_pending(vi) {
+                        bar::POSTS_PENDING
+                    } else {
+                        0
+                    };
+                    self.vis.state_code(u32::from(vi)).raw() | pending
+                }
                 None => 0,
             },
         }

@@ -19,7 +19,9 @@
 //!   more if `seg_count` needs), checked, and whose data segments are translated
 //!   (`LocalWrite`; spans `recv descriptor translate`, `recv descriptor DMA read`, `recv
 //!   descriptor decode`, `recv buffer translate`). A message longer than its buffers is a
-//!   `LENGTH_ERROR`. Fragments are scattered over the data segments in order.
+//!   `LENGTH_ERROR`. Fragments are scattered over the data segments in order. With
+//!   `recv_descriptor_per_frame`, every later fragment reads and translates the
+//!   descriptor again before its bytes are placed (the receive path keeps no copy).
 //!
 //! The payload's way into host memory is in `rxdrain`, the receiver's errors in
 //! `rxerror`, receive descriptors in `recvdesc`.
@@ -28,6 +30,7 @@ use super::io::{span, Io};
 use super::unit::outstanding::{pages_for, AttFor};
 use super::unit::recv::{Chunk, RecvDesc, RxMessage, RxState};
 use super::unit::send::DESC_HEAD;
+use super::unit::vi::PostedRecv;
 use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
@@ -185,8 +188,22 @@ impl Engine {
         }
         let (n, msg) = (m.vi, m.msg);
         let needs_desc = m.op == WireOp::Send || m.immediate.is_some();
-        if needs_desc && m.desc.is_none() {
-            let posted = self.vis.get_mut(n).and_then(|v| v.recv_queue.pop_front());
+        // Per-frame reading: a later frame of a send reads the descriptor again.
+        let again = (needs_desc && self.params.recv_descriptor_per_frame && m.op == WireOp::Send)
+            .then_some(m.desc.as_ref())
+            .flatten()
+            .filter(|d| d.ready && d.frame_seq != Some(h.seq))
+            .map(|d| PostedRecv {
+                va: d.va,
+                handle: d.handle,
+                msg,
+                at: io.now(),
+            });
+        if needs_desc && (m.desc.is_none() || again.is_some()) {
+            let posted = match again {
+                Some(p) => Some(p),
+                None => self.vis.get_mut(n).and_then(|v| v.recv_queue.pop_front()),
+            };
             let Some(p) = posted else {
                 if let Some(v) = self.vis.get_mut(n) {
                     v.counters.rx_no_descriptor += 1;
@@ -207,6 +224,7 @@ impl Engine {
                 m.desc = Some(RecvDesc {
                     va: p.va,
                     handle: p.handle,
+                    frame_seq: Some(h.seq),
                     ..RecvDesc::default()
                 });
             }

@@ -42,6 +42,11 @@ pub struct EngineStats {
     /// Descriptors that could not be completed: their own address did not translate, or
     /// a DMA of them failed (no status can be written).
     pub descriptors_unreachable: u64,
+    /// Receive descriptors the post check refused (completed with their error, or
+    /// unreadable).
+    pub recv_post_refused: u64,
+    /// Bookkeeping lookups that missed (a bug; debug builds assert).
+    pub lookup_misses: u64,
     /// DMA jobs that ended in a bus error.
     pub dma_failures: u64,
     /// Data frames handed to the GEC.

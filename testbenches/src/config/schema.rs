@@ -114,6 +114,9 @@ pub struct ViplConfig {
     /// After ringing, read the doorbell window back (flushes the posted doorbell writes
     /// to the card before the call returns).
     pub post_flushes_doorbell: bool,
+    /// After ringing, read the doorbell window until the card has taken the post
+    /// (`POSTS_PENDING` clear); the first read is the flush.
+    pub post_waits_for_card: bool,
 }
 
 /// `[pci]`: the two PCI buses of a node and the host bridge.
@@ -197,6 +200,11 @@ pub struct EngineConfig {
     pub doorbell_decode_cycles: u32,
     /// Cycles to decode and check a fetched VI descriptor \[cycles\].
     pub descriptor_decode_cycles: u32,
+    /// Check a posted receive descriptor (read, format, buffer translations) before
+    /// taking its doorbell.
+    pub check_recv_on_post: bool,
+    /// Read and translate a message's receive descriptor again for every frame.
+    pub recv_descriptor_per_frame: bool,
     /// Cycles to assemble a frame's headers before its first word moves \[cycles\].
     pub header_build_cycles: u32,
     /// Cycles from a frame's last word in the TX buffer to the GEC seeing it \[cycles\].

@@ -183,6 +183,8 @@ impl System {
                 doorbell_fifo_depth: ec.doorbell_fifo_depth as usize,
                 doorbell_decode_cycles: Cycles(u64::from(ec.doorbell_decode_cycles)),
                 descriptor_decode_cycles: Cycles(u64::from(ec.descriptor_decode_cycles)),
+                check_recv_on_post: ec.check_recv_on_post,
+                recv_descriptor_per_frame: ec.recv_descriptor_per_frame,
                 header_build_cycles: Cycles(u64::from(ec.header_build_cycles)),
                 handoff_cycles: Cycles(u64::from(ec.handoff_cycles)),
                 header_check_cycles: Cycles(u64::from(ec.header_check_cycles)),
@@ -238,6 +240,7 @@ impl System {
                 costs: cfg.cpu_costs(),
                 post_reads_vi_state: cfg.host.vipl.post_reads_vi_state,
                 post_flushes_doorbell: cfg.host.vipl.post_flushes_doorbell,
+                post_waits_for_card: cfg.host.vipl.post_waits_for_card,
                 ..HostCpuParams::default()
             };
             let cpu = HostCpu::new(cpu_params, id.system_bus);

@@ -105,13 +105,19 @@ fn exempt(stage: &crate::system::breakdown::Stage) -> bool {
         || stage.name == "VipPostRecv"
 }
 
-/// The longest stage of `bd` that is not [`exempt`] \[ns\], and its name.
+/// The longest stage of `bd` that is not [`exempt`] \[ns\], and its name. A stage that
+/// other stages interrupt (the card's doorbell step while the host reads a register
+/// over the same bus) counts whole: the durations of all pieces of one stage name of one
+/// component are added up.
 #[must_use]
 pub fn longest_unexplained(bd: &Breakdown) -> (f64, String) {
-    bd.stages
-        .iter()
-        .filter(|s| !exempt(s))
-        .map(|s| ((s.end - s.start).as_ns_f64(), s.name.clone()))
+    let mut total: std::collections::BTreeMap<(&str, &str), f64> = Default::default();
+    for s in bd.stages.iter().filter(|s| !exempt(s)) {
+        *total.entry((&s.component, &s.name)).or_default() += (s.end - s.start).as_ns_f64();
+    }
+    total
+        .into_iter()
+        .map(|((_, name), ns)| (ns, name.to_owned()))
         .fold((0.0, String::new()), |a, b| if b.0 > a.0 { b } else { a })
 }
 

@@ -2,9 +2,11 @@
 //! of rung doorbells, the write back-pressure flag and the dispatcher's state machine.
 //! The dispatch rules are in the engine's `doorbell` step file.
 
+use crate::att::Piece;
 use sim_kernel::{Fsm, MsgId, StateName, Time};
 use std::collections::{BTreeMap, VecDeque};
 use via_abi::doorbell::{DoorbellRepr, DOORBELL_LEN};
+use via_abi::{MemHandle, Status};
 
 /// States of the doorbell dispatcher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -15,6 +17,8 @@ pub enum DoorbellState {
     Decoding,
     /// Doorbells wait, none can go yet.
     Blocked,
+    /// Checking a posted receive descriptor before taking it (`recvcheck`).
+    Checking,
 }
 
 impl StateName for DoorbellState {
@@ -23,6 +27,7 @@ impl StateName for DoorbellState {
             DoorbellState::Idle => "idle",
             DoorbellState::Decoding => "decoding",
             DoorbellState::Blocked => "blocked",
+            DoorbellState::Checking => "checking",
         }
     }
 }
@@ -37,6 +42,46 @@ pub(crate) struct Entry {
     pub at: Time,
 }
 
+/// The receive descriptor being checked before its doorbell is taken.
+#[derive(Clone, Debug)]
+pub(crate) struct RecvCheck {
+    pub entry: Entry,
+    /// End of the last span.
+    pub mark: Time,
+    /// The descriptor bytes read so far.
+    pub bytes: Vec<u8>,
+    /// Where its first 64 bytes are.
+    pub pieces: Vec<Piece>,
+    /// Data-segment translations outstanding.
+    pub translating: usize,
+    /// Errors found so far.
+    pub status: Status,
+}
+
+impl RecvCheck {
+    /// A check of doorbell `entry`'s descriptor, starting at `now`.
+    pub fn new(entry: Entry, now: Time) -> Self {
+        Self {
+            entry,
+            mark: now,
+            bytes: Vec::new(),
+            pieces: Vec::new(),
+            translating: 0,
+            status: Status::empty(),
+        }
+    }
+
+    /// The descriptor's memory handle.
+    pub fn handle(&self) -> MemHandle {
+        self.entry.rec.desc_handle
+    }
+
+    /// The descriptor's virtual address.
+    pub fn va(&self) -> u64 {
+        self.entry.rec.desc_va
+    }
+}
+
 /// The doorbell unit's state.
 #[derive(Clone, Debug)]
 pub(crate) struct DoorbellUnit {
@@ -45,6 +90,11 @@ pub(crate) struct DoorbellUnit {
     pub fifo: VecDeque<Entry>,
     pub retry_on: bool,
     pub fsm: Fsm<DoorbellState>,
+    /// The receive check running, if any.
+    pub check: Option<RecvCheck>,
+    /// Doorbells rung and not yet taken, by the VI of their window (what the window's
+    /// `POSTS_PENDING` bit reads).
+    pub pending: BTreeMap<u16, u32>,
 }
 
 impl Default for DoorbellUnit {
@@ -54,6 +104,30 @@ impl Default for DoorbellUnit {
             fifo: VecDeque::new(),
             retry_on: false,
             fsm: Fsm::new("doorbell", DoorbellState::Idle),
+            check: None,
+            pending: BTreeMap::new(),
         }
+    }
+}
+
+impl DoorbellUnit {
+    /// A doorbell of VI window `vi` was rung.
+    pub fn rung(&mut self, vi: u16) {
+        *self.pending.entry(vi).or_insert(0) += 1;
+    }
+
+    /// A doorbell of VI window `vi` was taken (dispatched, or its check ended).
+    pub fn taken(&mut self, vi: u16) {
+        if let Some(n) = self.pending.get_mut(&vi) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.pending.remove(&vi);
+            }
+        }
+    }
+
+    /// Whether VI window `vi` has doorbells not yet taken.
+    pub fn is_pending(&self, vi: u16) -> bool {
+        self.pending.contains_key(&vi)
     }
 }

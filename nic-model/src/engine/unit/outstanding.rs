@@ -28,6 +28,10 @@ pub(crate) enum AttFor {
     Remote,
     /// The status word of a descriptor that is completed without being fetched.
     StatusOnly { job: JobId },
+    /// The receive descriptor the doorbell unit is checking: first 64 bytes or the rest.
+    RecvCheck { rest: bool },
+    /// Data segment `seg` of the receive descriptor being checked.
+    RecvCheckBuf { seg: usize },
 }
 
 /// What an outstanding DMA job is for.
@@ -44,6 +48,8 @@ pub(crate) enum DmaFor {
     RxChunk { rx: RxId, len: u64 },
     /// Writing a descriptor's status.
     Status { job: JobId },
+    /// Reading the receive descriptor the doorbell unit is checking.
+    RecvCheck { rest: bool },
 }
 
 /// The outstanding requests (see the module doc).

@@ -99,6 +99,8 @@ pub(crate) struct RecvDesc {
     pub translating: usize,
     pub status: Status,
     pub ready: bool,
+    /// Sequence number of the frame this copy was read for (per-frame reading).
+    pub frame_seq: Option<u32>,
 }
 
 /// A message being received (or completing).
