@@ -196,7 +196,7 @@ pub fn local_dma(p: &LocalDmaParams) -> Result<LocalDmaReport, LocalDmaError> {
         latency_timer: p.mac.latency_timer,
         max_outstanding: p.mac.max_outstanding,
         cache_line_bytes: p.mac.cache_line_bytes,
-        write_invalidate: false,
+        write_invalidate: p.mac.write_invalidate,
         supports_64bit: p.mac.supports_64bit,
         recovery: p.mac.recovery,
     };

@@ -47,7 +47,7 @@ fn infeasible_settings_exit_2_naming_the_key() {
     for (set, key) in [
         ("card.sdram_mb=1", "card.sdram_mb"),
         ("host.memory_mb=4096", "host.memory_mb"),
-        ("wire.mtu_bytes=1500", "wire.mtu_bytes"),
+        ("wire.mtu_bytes=9014", "wire.mtu_bytes"),
         ("mac.tx_fifo_bytes=1024", "mac.tx_fifo_bytes"),
         ("mac.rx_fifo_bytes=1024", "mac.rx_fifo_bytes"),
     ] {

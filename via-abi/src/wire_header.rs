@@ -144,7 +144,14 @@ const LAYOUT: &str = "VIA wire header";
 /// Number of frames a message of `msg_len` bytes needs: `ceil(msg_len / 1460)`, and one
 /// frame for an empty message.
 pub const fn fragment_count(msg_len: u32) -> u32 {
-    let per = MAX_FRAGMENT_PAYLOAD as u32;
+    fragment_count_of(msg_len, MAX_FRAGMENT_PAYLOAD as u32)
+}
+
+/// Number of frames a message of `msg_len` bytes needs when a frame carries at most
+/// `per` payload bytes (a smaller MTU): `ceil(msg_len / per)`, one for an empty message
+/// (`per` 0 is read as 1).
+pub const fn fragment_count_of(msg_len: u32, per: u32) -> u32 {
+    let per = if per == 0 { 1 } else { per };
     if msg_len == 0 {
         1
     } else {

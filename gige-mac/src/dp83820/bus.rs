@@ -18,7 +18,7 @@ use super::regs::{self, cr, isr, Registers, RxCfg, TxCfg};
 use super::rx_dma::RxDma;
 use super::tx_dma::TxDma;
 use crate::msg::MacMsg;
-use pci_model::{read_command, BusRequest, Command, MasterId, PciMsg, TransactionDone};
+use pci_model::{read_command, write_command, BusRequest, MasterId, PciMsg, TransactionDone};
 use sim_kernel::{ComponentId, Ctx, Cycles, Time};
 use std::collections::VecDeque;
 
@@ -309,7 +309,12 @@ impl Dp83820Bus {
         let command = if data.is_empty() {
             read_command(addr, len, 4, self.params.cache_line_bytes)
         } else {
-            Command::MemoryWrite
+            write_command(
+                addr,
+                len,
+                self.params.cache_line_bytes,
+                self.params.write_invalidate,
+            )
         };
         self.pending.push_back(Pending { tag, req });
         let r = BusRequest {

@@ -41,6 +41,10 @@ pub struct Dp83820Params {
     /// Cache Line Size register: only picks the read command (Memory Read / Read Line /
     /// Read Multiple), which the buffer RAM ignores \[bytes\]. Assumption 32.
     pub cache_line_bytes: u64,
+    /// Memory Write and Invalidate for whole aligned cache lines (the PCI Command
+    /// register's MWI enable; the buffer RAM times it like Memory Write). Assumption:
+    /// off.
+    pub write_invalidate: bool,
     /// Whether it does 64-bit transfers on a 64-bit bus. Source: DP83820 datasheet (a
     /// 32/64-bit PCI interface).
     pub supports_64bit: bool,
@@ -129,6 +133,7 @@ impl Default for Dp83820Params {
             latency_timer: Cycles(64),
             max_outstanding: 2,
             cache_line_bytes: 32,
+            write_invalidate: false,
             supports_64bit: true,
             target: TargetProfile {
                 devsel: DevselSpeed::Medium,

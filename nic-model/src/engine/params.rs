@@ -71,6 +71,9 @@ pub struct EngineParams {
     pub max_send_contexts: usize,
     /// Cycles to decode and check a fetched VI descriptor \[cycles\]. Default 2; assumption.
     pub descriptor_decode_cycles: Cycles,
+    /// Most payload bytes the engine puts in one frame \[bytes\]: the MTU minus the
+    /// Ethernet and VIA headers (1..=1460). Default 1460 (MTU 1514).
+    pub fragment_payload: u32,
     /// The doorbell unit checks a posted receive descriptor (reads it, checks its
     /// format, translates its buffers) before taking its doorbell (`recvcheck`).
     /// Default false.
@@ -127,6 +130,7 @@ impl Default for EngineParams {
             recv_queue_depth: 64,
             max_send_contexts: 4,
             descriptor_decode_cycles: Cycles(2),
+            fragment_payload: 1460,
             check_recv_on_post: false,
             recv_descriptor_per_frame: false,
             header_build_cycles: Cycles(2),
@@ -160,6 +164,11 @@ impl EngineParams {
                 "doorbell_fifo_depth",
                 "must be >= 1 and larger than doorbell_skid",
             );
+        }
+        if self.fragment_payload == 0
+            || self.fragment_payload as usize > via_abi::wire_header::MAX_FRAGMENT_PAYLOAD
+        {
+            return bad("fragment_payload", "must be 1..=1460 bytes");
         }
         if self.recv_queue_depth == 0 || self.max_send_contexts == 0 {
             return bad("recv_queue_depth/max_send_contexts", "must be >= 1");

@@ -11,7 +11,7 @@ use super::unit::send::SendPhase;
 use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
-use via_abi::wire_header::fragment_count;
+use via_abi::wire_header::fragment_count_of;
 use via_abi::{DescriptorRepr, MemHandle, Op, Status, WorkQueue};
 
 impl Engine {
@@ -44,7 +44,7 @@ impl Engine {
         }
         s.op = desc.control.op();
         s.len = u64::from(desc.length);
-        s.frags = fragment_count(desc.length);
+        s.frags = fragment_count_of(desc.length, self.params.fragment_payload);
         let segs: Vec<(usize, u64, MemHandle, u32)> = desc
             .data
             .iter()

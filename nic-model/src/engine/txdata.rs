@@ -28,7 +28,7 @@
 //! handoff`.
 
 use super::fifo::Run;
-use super::frame::{headers, MAX_FRAGMENT_PAYLOAD};
+use super::frame::headers;
 use super::ids::SendId;
 use super::io::{span, Io};
 use super::unit::send::{Fetch, SendCtx, SendPhase, SlotKind, TxRun, TxSlot};
@@ -123,8 +123,9 @@ impl Engine {
             return;
         };
         let frag = s.assigned;
-        let off = u64::from(frag) * MAX_FRAGMENT_PAYLOAD as u64;
-        let len = (s.len - off.min(s.len)).min(MAX_FRAGMENT_PAYLOAD as u64);
+        let per = u64::from(self.params.fragment_payload);
+        let off = u64::from(frag) * per;
+        let len = (s.len - off.min(s.len)).min(per);
         let last = frag + 1 >= s.frags;
         let seq = vi.tx_seq;
         vi.tx_seq = vi.tx_seq.wrapping_add(1);

@@ -12,10 +12,28 @@ use via_abi::{ethernet, wire_header};
 /// Bytes an Ethernet frame adds to the frame without FCS: the FCS (IEEE 802.3 §3.2.9).
 const FCS_BYTES: u32 = 4;
 
-/// The largest frame the card builds \[bytes, without FCS\]: Ethernet header, VIA header
-/// and the largest fragment payload (design constant of the engine: 14 + 40 + 1460).
+/// The largest frame the card can build \[bytes, without FCS\]: Ethernet header, VIA
+/// header and the engine's largest fragment payload (14 + 40 + 1460 = 1514).
 pub const CARD_FRAME_BYTES: u32 =
     (ethernet::HEADER_LEN + wire_header::HEADER_LEN + wire_header::MAX_FRAGMENT_PAYLOAD) as u32;
+
+/// The headers of one of the card's frames \[bytes\]: Ethernet 14 + VIA 40.
+pub const FRAME_HEADERS: u32 = (ethernet::HEADER_LEN + wire_header::HEADER_LEN) as u32;
+
+/// Bytes of one frame buffer (slot) in the GEC's buffer RAM: the power of two that holds
+/// the card's largest frame with its FCS, 2048 (a smaller MTU leaves the slots as they
+/// are; jumbo frames are not modelled).
+#[must_use]
+pub fn slot_bytes(_cfg: &SystemConfig) -> u32 {
+    (CARD_FRAME_BYTES + FCS_BYTES).next_power_of_two()
+}
+
+/// Payload bytes per frame for the configured MTU: the MTU minus the Ethernet and VIA
+/// headers (1460 at the standard 1514).
+#[must_use]
+pub fn fragment_payload(cfg: &SystemConfig) -> u32 {
+    cfg.wire.mtu_bytes.saturating_sub(FRAME_HEADERS)
+}
 
 /// Where the card's BAR0 sits in the PCI memory space \[bus address\]: host memory must
 /// end below it (the host bridge claims addresses below the top of memory).
@@ -110,26 +128,16 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
 /// The card's frames against the MTU, its frame buffers and the DP83820's FIFOs.
 fn frames(cfg: &SystemConfig) -> Result<(), Problem> {
     let mtu = cfg.wire.mtu_bytes;
-    if mtu < CARD_FRAME_BYTES {
+    if mtu > CARD_FRAME_BYTES {
         return Err(problem(
             "wire.mtu_bytes",
             format!(
-                "{mtu} bytes is smaller than the card's frames: the engine fragments a message into {} payload bytes per frame, {CARD_FRAME_BYTES} bytes with the Ethernet and VIA headers",
+                "{mtu} bytes: jumbo frames are not modelled; the card's engine fragments into at most {} payload bytes a frame, {CARD_FRAME_BYTES} bytes with the Ethernet and VIA headers",
                 wire_header::MAX_FRAGMENT_PAYLOAD
             ),
         ));
     }
-    let frame = CARD_FRAME_BYTES + FCS_BYTES;
-    let b = &cfg.card.buffers;
-    if b.slot_bytes < frame {
-        return Err(problem(
-            "card.buffers.slot_bytes",
-            format!(
-                "{} bytes cannot hold one of the card's frames ({frame} bytes with FCS)",
-                b.slot_bytes
-            ),
-        ));
-    }
+    let frame = mtu + FCS_BYTES;
     if cfg.mac.tx_fifo_bytes < frame {
         return Err(problem(
             "mac.tx_fifo_bytes",
@@ -220,7 +228,7 @@ mod tests {
         for (set, key) in [
             ("host.memory_mb=4096", "host.memory_mb"),
             ("card.sdram_mb=1", "card.sdram_mb"),
-            ("wire.mtu_bytes=1500", "wire.mtu_bytes"),
+            ("wire.mtu_bytes=9014", "wire.mtu_bytes"),
             ("mac.tx_fifo_bytes=1024", "mac.tx_fifo_bytes"),
             ("mac.rx_fifo_bytes=1024", "mac.rx_fifo_bytes"),
         ] {

@@ -33,7 +33,8 @@ pub use schema::{
     SimConfig, SystemConfig, TopologyConfig, ViplConfig, WireConfig,
 };
 pub use schema_pci::{
-    BridgeConfig, Devsel, DmaMasterConfig, LocalTargetConfig, Park, ReadMode, TargetConfig,
+    BridgeConfig, CardTargetConfig, Devsel, DmaMasterConfig, LocalTargetConfig, MacDmaConfig, Park,
+    ReadMode, TargetConfig,
 };
 pub use source::{key_path_at, line_col, span_of_key, LineCol};
 pub use validate::Problem;

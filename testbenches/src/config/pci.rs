@@ -83,16 +83,16 @@ impl SystemConfig {
     #[must_use]
     pub fn dma_params(&self, kind: PciBusKind) -> DmaParams {
         let master = match kind {
-            PciBusKind::System => &self.card.dma,
-            PciBusKind::Local => &self.mac.dma,
+            PciBusKind::System => self.card.dma.clone(),
+            PciBusKind::Local => self.mac.dma.master(),
         };
-        dma(master, self.pci_bus(kind).burst_bytes)
+        dma(&master, self.pci_bus(kind).burst_bytes)
     }
 
     /// The card's BAR as a target on the system bus (`[card.pci_target]`).
     #[must_use]
     pub fn card_target_profile(&self) -> TargetProfile {
-        target(&self.card.pci_target)
+        target(&self.card.pci_target.target())
     }
 
     /// The FPGA's buffer RAM as a target on the local bus (`[card.local_target]`): its
@@ -133,6 +133,7 @@ impl SystemConfig {
             cache_line_bytes: d.cache_line_bytes,
             supports_64bit: d.supports_64bit,
             recovery: d.recovery,
+            write_invalidate: d.write_invalidate,
             ..gige_mac::dp83820::Dp83820Params::default()
         }
     }
@@ -184,11 +185,11 @@ fn bridge(b: &BridgeConfig) -> BridgeParams {
         memory_stream_mb_s: u64::from(b.memory_stream_mb_s),
         cache_line_bytes: u64::from(b.cache_line_bytes),
         mrm_prefetch_bytes: u64::from(b.mrm_prefetch_bytes),
-        delayed_read_slots: count(b.delayed_read_slots),
+        delayed_read_slots: BridgeParams::default().delayed_read_slots,
         posted_write_latency: Duration::from_ns(u64::from(b.posted_write_latency_ns)),
         posted_write_buffer_bytes: u64::from(b.posted_write_buffer_bytes),
         cpu_write_buffer_entries: count(b.cpu_write_buffer_entries),
-        latency_timer: Cycles(u64::from(b.latency_timer_cycles)),
+        latency_timer: BridgeParams::default().latency_timer,
         supports_64bit: b.supports_64bit,
         cpu_read_latency: Duration::from_ns(u64::from(b.cpu_read_latency_ns)),
     }

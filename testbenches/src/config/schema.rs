@@ -7,7 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::schema_pci::{BridgeConfig, DmaMasterConfig, LocalTargetConfig, Park, TargetConfig};
+use super::schema_pci::{
+    BridgeConfig, CardTargetConfig, DmaMasterConfig, LocalTargetConfig, MacDmaConfig, Park,
+};
 
 /// A whole simulated system: every node is identical and built from these tables.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -180,7 +182,7 @@ pub struct CardConfig {
     /// `pci.system.burst_bytes`.
     pub dma: DmaMasterConfig,
     /// The card as a PCI target on the system bus: its BAR (`[card.pci_target]`).
-    pub pci_target: TargetConfig,
+    pub pci_target: CardTargetConfig,
     /// The FPGA as a target on the local bus: the buffer RAM the DP83820 reads and
     /// writes (`[card.local_target]`).
     pub local_target: LocalTargetConfig,
@@ -194,8 +196,6 @@ pub struct CardConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineConfig {
-    /// Doorbell FIFO entries \[doorbells\].
-    pub doorbell_fifo_depth: u32,
     /// Cycles to decode a doorbell and dispatch it \[cycles\].
     pub doorbell_decode_cycles: u32,
     /// Cycles to decode and check a fetched VI descriptor \[cycles\].
@@ -211,8 +211,6 @@ pub struct EngineConfig {
     pub handoff_cycles: u32,
     /// Cycles to check a received header after reading it \[cycles\].
     pub header_check_cycles: u32,
-    /// Send descriptors in flight at once \[descriptors\].
-    pub max_send_contexts: u32,
     /// Send FIFO size \[bytes\].
     pub send_fifo_bytes: u32,
     /// Recv FIFO size \[bytes\].
@@ -227,8 +225,6 @@ pub struct BuffersConfig {
     pub tx_slots: u32,
     /// RX frame buffers \[frames\].
     pub rx_slots: u32,
-    /// Bytes per frame buffer \[bytes\].
-    pub slot_bytes: u32,
 }
 
 /// `[mac]`: the DP83820 gigabit MAC.
@@ -241,7 +237,7 @@ pub struct MacConfig {
     pub rx_fifo_bytes: u32,
     /// The DP83820 as the DMA master of the local bus (`[mac.dma]`); its burst is
     /// `pci.local.burst_bytes`.
-    pub dma: DmaMasterConfig,
+    pub dma: MacDmaConfig,
 }
 
 /// `[wire]`: the GMII link, the frames on it and the cable.

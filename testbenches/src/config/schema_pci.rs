@@ -59,16 +59,12 @@ pub struct BridgeConfig {
     pub cache_line_bytes: u32,
     /// How far a Memory Read Multiple is prefetched, never past 4 KB \[bytes\].
     pub mrm_prefetch_bytes: u32,
-    /// Delayed read requests held at once.
-    pub delayed_read_slots: u32,
     /// From the end of a DMA write to its data being visible in memory \[ns\].
     pub posted_write_latency_ns: u32,
     /// Capacity of the PCI-to-memory posted-write buffer \[bytes\].
     pub posted_write_buffer_bytes: u32,
     /// CPU-to-PCI posted writes buffered before the CPU stalls \[entries\].
     pub cpu_write_buffer_entries: u32,
-    /// Latency Timer of the bridge as a PCI master \[PCI clocks\].
-    pub latency_timer_cycles: u32,
     /// Whether it answers REQ64# with ACK64# on a 64-bit bus.
     pub supports_64bit: bool,
     /// The host side of a CPU read of a PCI device (FSB request, decode, crossing back)
@@ -76,8 +72,43 @@ pub struct BridgeConfig {
     pub cpu_read_latency_ns: u32,
 }
 
-/// `[card.dma]` (the card on the system bus) or `[mac.dma]` (the DP83820 on the local
-/// bus): a DMA master's PCI interface. Its burst size is the bus's `burst_bytes`.
+/// `[mac.dma]`: the DP83820 as the local bus's DMA master. Its Latency Timer is not
+/// configurable: no other master competes with its bursts on the local bus (the GEC's
+/// register writes come between them), so the model keeps 64.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MacDmaConfig {
+    /// Bursts handed to the bus ahead of the one in progress \[bursts\].
+    pub max_outstanding: u32,
+    /// Cache Line Size register: chooses the read command and Memory Write and
+    /// Invalidate \[bytes\].
+    pub cache_line_bytes: u32,
+    /// Use Memory Write and Invalidate for whole aligned cache lines.
+    pub write_invalidate: bool,
+    /// Whether it does 64-bit transfers on a 64-bit bus.
+    pub supports_64bit: bool,
+    /// Clocks its bus interface needs after each burst ends before it requests the bus
+    /// for the next burst \[PCI clocks\].
+    pub recovery_cycles: u32,
+}
+
+impl MacDmaConfig {
+    /// As a full master table, the Latency Timer at 64.
+    #[must_use]
+    pub fn master(&self) -> DmaMasterConfig {
+        DmaMasterConfig {
+            latency_timer_cycles: 64,
+            max_outstanding: self.max_outstanding,
+            cache_line_bytes: self.cache_line_bytes,
+            write_invalidate: self.write_invalidate,
+            supports_64bit: self.supports_64bit,
+            recovery_cycles: self.recovery_cycles,
+        }
+    }
+}
+
+/// `[card.dma]` (the card on the system bus): a DMA master's PCI interface. Its burst
+/// size is the bus's `burst_bytes`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DmaMasterConfig {
@@ -98,8 +129,33 @@ pub struct DmaMasterConfig {
     pub recovery_cycles: u32,
 }
 
-/// `[card.pci_target]`: the PCI timing of a device target (the card's BAR on the system
-/// bus).
+/// `[card.pci_target]`: the PCI timing of the card's BAR on the system bus. The host
+/// reaches it only with single-dword accesses, so write bursts and 64-bit transfers are
+/// not configurable here (the model's defaults: never disconnect, ACK64#).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardTargetConfig {
+    /// DEVSEL# decode speed.
+    pub devsel: Devsel,
+    /// Wait states before the first write data phase, beyond DEVSEL# \[PCI clocks\].
+    pub write_wait_states: u32,
+}
+
+impl CardTargetConfig {
+    /// As a full target table, the rest at the model's defaults.
+    #[must_use]
+    pub fn target(&self) -> TargetConfig {
+        TargetConfig {
+            devsel: self.devsel,
+            write_wait_states: self.write_wait_states,
+            max_write_burst_bytes: 0,
+            supports_64bit: true,
+        }
+    }
+}
+
+/// The PCI timing of a device target (the profile behind `[card.pci_target]` and
+/// `[card.local_target]`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetConfig {

@@ -112,7 +112,7 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("card.att_location".into(), "card".into())));
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
-    assert_eq!(flat.len(), 91);
+    assert_eq!(flat.len(), 83);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
 }
 
@@ -254,11 +254,6 @@ fn validation_names_the_key_and_the_limit() {
             "4 KB",
         ),
         (
-            "pci.bridge.delayed_read_slots=0",
-            "pci.bridge.delayed_read_slots",
-            "between 1",
-        ),
-        (
             "pci.bridge.posted_write_buffer_bytes=4",
             "pci.bridge.posted_write_buffer_bytes",
             "64-bit data phase",
@@ -267,11 +262,6 @@ fn validation_names_the_key_and_the_limit() {
             "pci.bridge.cpu_write_buffer_entries=0",
             "pci.bridge.cpu_write_buffer_entries",
             "between 1",
-        ),
-        (
-            "pci.bridge.latency_timer_cycles=256",
-            "pci.bridge.latency_timer_cycles",
-            "8 bits",
         ),
         (
             "card.dma.latency_timer_cycles=300",
@@ -292,11 +282,6 @@ fn validation_names_the_key_and_the_limit() {
             "card.pci_target.write_wait_states=15",
             "card.pci_target.write_wait_states",
             "16th clock",
-        ),
-        (
-            "card.pci_target.max_write_burst_bytes=12",
-            "card.pci_target.max_write_burst_bytes",
-            "multiple of 8",
         ),
         (
             "card.local_target.max_write_burst_bytes=3",

@@ -45,7 +45,6 @@ pub(super) fn bridge(prefix: &str, b: &BridgeConfig) -> Result<(), Problem> {
         4096,
         " (the bridge never prefetches past a 4 KB boundary)",
     )?;
-    in_range(&key("delayed_read_slots"), b.delayed_read_slots, 1, 16, "")?;
     in_range(
         &key("posted_write_latency_ns"),
         b.posted_write_latency_ns,
@@ -66,13 +65,6 @@ pub(super) fn bridge(prefix: &str, b: &BridgeConfig) -> Result<(), Problem> {
         1,
         64,
         "",
-    )?;
-    in_range(
-        &key("latency_timer_cycles"),
-        b.latency_timer_cycles,
-        0,
-        255,
-        LATENCY_TIMER,
     )
 }
 

@@ -156,7 +156,7 @@ impl System {
                 .map_err(model("card.buffers.tx_slots"))?,
             rx_slots: u16::try_from(cfg.card.buffers.rx_slots)
                 .map_err(model("card.buffers.rx_slots"))?,
-            slot_bytes: u64::from(cfg.card.buffers.slot_bytes),
+            slot_bytes: u64::from(feasible::slot_bytes(cfg)),
             ..BufferLayout::default()
         };
         let ec = &cfg.card.engine;
@@ -180,15 +180,14 @@ impl System {
             let engine_params = EngineParams {
                 mac,
                 msg_id_base: (n as u64) << 40,
-                doorbell_fifo_depth: ec.doorbell_fifo_depth as usize,
                 doorbell_decode_cycles: Cycles(u64::from(ec.doorbell_decode_cycles)),
                 descriptor_decode_cycles: Cycles(u64::from(ec.descriptor_decode_cycles)),
                 check_recv_on_post: ec.check_recv_on_post,
+                fragment_payload: feasible::fragment_payload(cfg),
                 recv_descriptor_per_frame: ec.recv_descriptor_per_frame,
                 header_build_cycles: Cycles(u64::from(ec.header_build_cycles)),
                 handoff_cycles: Cycles(u64::from(ec.handoff_cycles)),
                 header_check_cycles: Cycles(u64::from(ec.header_check_cycles)),
-                max_send_contexts: ec.max_send_contexts as usize,
                 send_fifo_bytes: u64::from(ec.send_fifo_bytes),
                 dma_chunk_bytes: u64::from(cfg.pci.system.burst_bytes),
                 recv_fifo_bytes: u64::from(ec.recv_fifo_bytes),
