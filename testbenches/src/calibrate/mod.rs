@@ -207,7 +207,25 @@ pub struct Fit {
     pub evaluations: usize,
 }
 
-/// Fits `params` (only those named in `only`, if any) on `cfg`.
+/// Where the search starts: the fitted parameters (indices `free`) clamped into their
+/// ranges, the others at their values.
+fn start_values(params: &[Param], free: &[usize]) -> Vec<f64> {
+    params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if free.contains(&i) {
+                p.value.clamp(p.lo, p.hi)
+            } else {
+                p.value
+            }
+        })
+        .collect()
+}
+
+/// Fits `params` (only those named in `only`, if any) on `cfg`. A fitted parameter
+/// starts from its value clamped into its range; the others keep their values, even one
+/// outside its range.
 ///
 /// # Errors
 /// A value that cannot be set, or a run that fails.
@@ -215,7 +233,7 @@ pub fn fit(cfg: &SystemConfig, params: &[Param], only: &[String]) -> Result<Fit,
     let free: Vec<usize> = (0..params.len())
         .filter(|&i| only.is_empty() || only.contains(&params[i].key))
         .collect();
-    let mut values: Vec<f64> = params.iter().map(|p| p.value.clamp(p.lo, p.hi)).collect();
+    let mut values = start_values(params, &free);
     let mut search = Search {
         cfg,
         params,
@@ -295,5 +313,27 @@ pub fn run(
         stdout,
         stderr: String::new(),
         status: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(key: &str, value: f64) -> Param {
+        Param {
+            key: key.into(),
+            lo: 1.0,
+            hi: 20.0,
+            integer: true,
+            value,
+        }
+    }
+
+    #[test]
+    fn held_parameters_keep_values_outside_their_range() {
+        let params = [p("a", 76.0), p("b", 30.0), p("c", 5.0)];
+        assert_eq!(start_values(&params, &[1, 2]), vec![76.0, 20.0, 5.0]);
+        assert_eq!(start_values(&params, &[0, 1, 2]), vec![20.0, 20.0, 5.0]);
     }
 }
