@@ -109,16 +109,18 @@ fn descriptors_doorbells_and_registrations_match_via_abi() {
     }
     assert_eq!(w3.buffer_len(), 64);
 
-    // doorbells: the 16-byte record, one per post, in order
+    // doorbells: the 16-byte record, one per post, in order; the queue's first post
+    // names its descriptor (HEAD), the second is found through the first's Next link
     let want: Vec<[u8; 16]> = [buf, buf + 64]
         .iter()
-        .map(|&va| {
+        .enumerate()
+        .map(|(k, &va)| {
             DoorbellRepr {
                 desc_va: va,
                 desc_handle: mh,
                 vi: 0,
                 queue: Queue::Receive,
-                reserved: 0,
+                flags: if k == 0 { via_abi::doorbell::HEAD } else { 0 },
             }
             .to_bytes()
         })

@@ -142,6 +142,16 @@ fn a_checked_receive_takes_its_message_unchanged() {
     ] {
         assert!(stages.contains(&want), "{want} missing: {stages:?}");
     }
+    // The card kept what it checked: the message decodes the copy, with no second
+    // translation or DMA read of the descriptor.
+    let arrival: Vec<_> =
+        s.k.trace()
+            .spans()
+            .iter()
+            .map(|sp| sp.stage)
+            .filter(|st| st.starts_with("recv descriptor") || *st == "recv buffer translate")
+            .collect();
+    assert_eq!(arrival, vec!["recv descriptor decode"], "{arrival:?}");
 }
 
 #[test]

@@ -166,7 +166,7 @@ proptest! {
                 desc_handle: desc.h,
                 vi: (k % 2) as u16,
                 queue: if r.below(5) == 0 { Queue::Unknown(7) } else { Queue::Send },
-                reserved: 0,
+                flags: via_abi::doorbell::HEAD,
             };
             s.post_write(0, bar::doorbell_offset(rec.vi).unwrap(), &rec.to_bytes());
         }

@@ -20,7 +20,12 @@ fn main() {
     let it = r.initiator.iterations.last().expect("it");
     let k = &r.system.kernel;
     for s in k.trace().spans() {
-        if s.end > it.start && s.start < it.end {
+        let lo = it.start.as_ns_f64()
+            - std::env::var("SPAN_BEFORE_NS")
+                .ok()
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0);
+        if s.end.as_ns_f64() > lo && s.start < it.end {
             println!(
                 "{:>9.1} {:>9.1} msg {:>16x} {:<26} {}",
                 s.start.as_ns_f64() - it.start.as_ns_f64(),

@@ -183,6 +183,7 @@ const CASES: &[Case] = &[
         Changed,
     ),
     case("host.vipl.post_waits_for_card", "false", Setup, Down),
+    case("host.vipl.doorbell_names_descriptor", "true", RDMA4, Down),
     case("pci.system.width_bits", "64", SYS_WRITE, Down),
     case("pci.system.clock_mhz", "16.5", SYS_WRITE, Up),
     case("pci.system.burst_bytes", "64", SYS_WRITE, Up),

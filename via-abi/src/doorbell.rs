@@ -7,11 +7,20 @@
 //!
 //! | bytes | field | name | why |
 //! |---|---|---|---|
-//! | 0..8 | descriptor virtual address | `desc_va` | the engine translates it through the ATT and fetches the descriptor by DMA without keeping a per-queue tail pointer |
+//! | 0..8 | descriptor virtual address | `desc_va` | with `HEAD`: the descriptor, translated through the ATT and fetched by DMA; without: informational, the engine does not use it |
 //! | 8..12 | descriptor memory handle | `desc_handle` | descriptors live in registered memory; the handle selects the L1 entry for that translation |
 //! | 12..14 | VI number | `vi` | selects the VI context (work queues, connection) |
 //! | 14 | queue: 0 send, 1 receive | `queue` | one doorbell window serves both work queues |
-//! | 15 | reserved, written as 0 | `reserved` | room for flags; ignored by the engine |
+//! | 15 | flags: bit 0 `HEAD`, others written as 0 | `flags` | `HEAD`: the card knows no earlier descriptor of this queue (the VI's first post on it), so the record names the descriptor |
+//!
+//! **How the engine finds a descriptor.** As the paper puts it, a doorbell only tells the
+//! engine that a new transaction exists: the descriptor itself is on the VI's work queue,
+//! the VIA 1.0 linked list whose links are each descriptor's Next address and Next
+//! handle (control segment bytes 0..12). The provider links a new descriptor into the
+//! previous one's Next fields before it rings; the engine remembers the last descriptor
+//! it took from each queue and, on a doorbell without `HEAD`, reads that descriptor's
+//! Next fields by DMA to find the new one. Only a queue's first post, which has no
+//! predecessor, names its descriptor in the record (`HEAD`).
 //!
 //! The host writes the record as one 16-byte burst (four 32-bit data phases on the system
 //! PCI bus) to the card's doorbell window; the model treats the four dwords as one
@@ -34,12 +43,15 @@ pub mod field {
     pub const VI: Field = 12..14;
     /// Work queue (1 byte).
     pub const QUEUE: Field = 14..15;
-    /// Reserved (1 byte).
-    pub const RESERVED: Field = 15..16;
+    /// Flags (1 byte).
+    pub const FLAGS: Field = 15..16;
 }
 
+/// Flag bit: the record names the descriptor (the queue's first post; see the module doc).
+pub const HEAD: u8 = 0x01;
+
 /// Length of a doorbell record \[bytes\].
-pub const DOORBELL_LEN: usize = field::RESERVED.end;
+pub const DOORBELL_LEN: usize = field::FLAGS.end;
 
 /// Field table of the doorbell record, in byte order.
 pub const FIELDS: &[FieldInfo] = &[
@@ -60,8 +72,8 @@ pub const FIELDS: &[FieldInfo] = &[
         range: field::QUEUE,
     },
     FieldInfo {
-        name: "reserved",
-        range: field::RESERVED,
+        name: "flags",
+        range: field::FLAGS,
     },
 ];
 
@@ -145,9 +157,9 @@ impl<T: AsRef<[u8]>> Doorbell<T> {
         Queue::from_raw(u8_at(self.buffer.as_ref(), field::QUEUE))
     }
 
-    /// Reserved byte.
-    pub fn reserved(&self) -> u8 {
-        u8_at(self.buffer.as_ref(), field::RESERVED)
+    /// Flags byte.
+    pub fn flags(&self) -> u8 {
+        u8_at(self.buffer.as_ref(), field::FLAGS)
     }
 }
 
@@ -172,9 +184,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Doorbell<T> {
         set_u8(self.buffer.as_mut(), field::QUEUE, v.raw());
     }
 
-    /// Sets the reserved byte.
-    pub fn set_reserved(&mut self, v: u8) {
-        set_u8(self.buffer.as_mut(), field::RESERVED, v);
+    /// Sets the flags byte.
+    pub fn set_flags(&mut self, v: u8) {
+        set_u8(self.buffer.as_mut(), field::FLAGS, v);
     }
 }
 
@@ -189,8 +201,8 @@ pub struct DoorbellRepr {
     pub vi: u16,
     /// Work queue.
     pub queue: Queue,
-    /// Reserved byte (0 when written by the host driver).
-    pub reserved: u8,
+    /// Flags: [`HEAD`], other bits 0 when written by the host driver.
+    pub flags: u8,
 }
 
 impl DoorbellRepr {
@@ -202,7 +214,7 @@ impl DoorbellRepr {
             desc_handle: db.desc_handle(),
             vi: db.vi(),
             queue: db.queue(),
-            reserved: db.reserved(),
+            flags: db.flags(),
         })
     }
 
@@ -217,7 +229,12 @@ impl DoorbellRepr {
         db.set_desc_handle(self.desc_handle);
         db.set_vi(self.vi);
         db.set_queue(self.queue);
-        db.set_reserved(self.reserved);
+        db.set_flags(self.flags);
+    }
+
+    /// Whether the record names its descriptor ([`HEAD`]).
+    pub const fn is_head(&self) -> bool {
+        self.flags & HEAD != 0
     }
 
     /// The 16 bytes of this record.
@@ -238,7 +255,7 @@ mod tests {
         0x02, 0x00, 0x10, 0x00, // handle 0x0010_0002
         0x03, 0x00, // VI 3
         0x01, // receive queue
-        0x00, // reserved
+        0x00, // flags
     ];
 
     #[test]
@@ -256,7 +273,7 @@ mod tests {
                 desc_handle: MemHandle(0x0010_0002),
                 vi: 3,
                 queue: Queue::Receive,
-                reserved: 0,
+                flags: 0,
             }
         );
         assert_eq!(r.queue.work_queue(), Some(WorkQueue::Receive));
@@ -289,9 +306,9 @@ mod tests {
     proptest! {
         #[test]
         fn round_trip(va in any::<u64>(), h in any::<u32>(), vi in any::<u16>(),
-                      q in any::<u8>(), rsv in any::<u8>()) {
+                      q in any::<u8>(), flags in any::<u8>()) {
             let r = DoorbellRepr { desc_va: va, desc_handle: MemHandle(h), vi,
-                                   queue: Queue::from_raw(q), reserved: rsv };
+                                   queue: Queue::from_raw(q), flags };
             let bytes = r.to_bytes();
             prop_assert_eq!(DoorbellRepr::parse(&Doorbell::new_unchecked(&bytes[..])), Ok(r));
         }

@@ -36,6 +36,11 @@ pub struct HostCpuParams {
     /// After ringing, a post reads the doorbell window until the card has taken it
     /// (`POSTS_PENDING` clear); the first read doubles as the flush. Assumption: true.
     pub post_waits_for_card: bool,
+    /// Every doorbell names its descriptor (`HEAD` set on every post), so the card need
+    /// not read the previous descriptor's Next link: the what-if of a doorbell that
+    /// carries the descriptor's address. Assumption: false (the paper's doorbell only
+    /// tells the engine a new transaction exists; see via-abi's doorbell module).
+    pub doorbell_names_descriptor: bool,
 }
 
 impl Default for HostCpuParams {
@@ -51,6 +56,7 @@ impl Default for HostCpuParams {
             post_reads_vi_state: true,
             post_flushes_doorbell: true,
             post_waits_for_card: true,
+            doorbell_names_descriptor: false,
         }
     }
 }

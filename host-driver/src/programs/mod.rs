@@ -66,6 +66,12 @@ pub struct PingPongParams {
     /// service, under which the sender's descriptor completes once its frame is sent and
     /// nothing travels back but the reply.
     pub reliability: Reliability,
+    /// Send/receive: the initiator posts the receive for each pong inside the timed
+    /// round trip, right before its ping (true), or before it starts the clock (false).
+    /// Default true, the usual shape of a ping-pong loop timed as a whole (post the
+    /// receive, send, wait for the send, wait for the receive): the assumption under
+    /// which the paper's send/recv figures were measured (see `sendrecv`).
+    pub post_recv_timed: bool,
 }
 
 impl PingPongParams {
@@ -83,6 +89,7 @@ impl PingPongParams {
             connect_attempts: 100,
             connect_retry: Duration::from_ns(20_000),
             reliability: Reliability::Unreliable,
+            post_recv_timed: true,
         }
     }
 

@@ -62,6 +62,11 @@ pub(crate) struct ViEntry {
     pub state: ViState,
     pub send: VecDeque<Posted>,
     pub recv: VecDeque<Posted>,
+    /// The last descriptor posted on the send queue, done or not: the card's tail of
+    /// that queue, into whose Next link the next post goes.
+    pub send_last: Option<Posted>,
+    /// The same for the receive queue.
+    pub recv_last: Option<Posted>,
     pub send_cq: Option<CqHandle>,
     pub recv_cq: Option<CqHandle>,
     pub peer_vi: Option<u16>,

@@ -4,10 +4,14 @@
 //! A post (i) checks the VI and the descriptor's place (64-byte aligned, inside the
 //! region of its memory handle), (ii) writes the provider-owned fields of the control
 //! segment: Next = 0 / null handle and Status = 0, (iii) links the queue's previous tail
-//! to it through the tail's Next address and handle, and (iv) rings the VI's doorbell:
-//! the 16-byte via-abi [`DoorbellRepr`] as four 32-bit memory-mapped writes to
-//! `DOORBELL_BASE + 16 * vi`, the last of which (offset 12) rings it. The doorbell
-//! writes are traced as a `doorbell` span.
+//! (the last descriptor posted on that queue, done or not: the card keeps it as its place
+//! in the list) to it through the tail's Next address and handle, and (iv) rings the VI's
+//! doorbell: the 16-byte via-abi [`DoorbellRepr`] as four 32-bit memory-mapped writes to
+//! `DOORBELL_BASE + 16 * vi`, the last of which (offset 12) rings it. The card finds the
+//! descriptor through the tail's link; only a queue's first post (no tail) sets `HEAD`,
+//! naming the descriptor in the record (or every post, with
+//! `HostCpuParams::doorbell_names_descriptor`). The doorbell writes are traced as a
+//! `doorbell` span.
 //!
 //! Two uncached reads of the VI's doorbell window on the card frame the post (each a
 //! whole PCI read, switchable in `HostCpuParams`): before the stores, the VI's state as
@@ -104,9 +108,11 @@ impl Vipl {
         {
             return Err(VipError::InvalidParameter);
         }
+        // The card's tail of the queue: the last descriptor posted on it, done or not
+        // (the engine remembers the last one it took and reads its Next link).
         let tail = match queue {
-            WorkQueue::Send => entry.send.back().copied(),
-            WorkQueue::Receive => entry.recv.back().copied(),
+            WorkQueue::Send => entry.send_last,
+            WorkQueue::Receive => entry.recv_last,
         };
         self.compute(self.cfg.costs.post_link).await;
         self.write_mem(desc_va, &[0u8; 12]).await?;
@@ -124,11 +130,18 @@ impl Vipl {
         };
         if let Some(e) = self.vis.get_mut(&vi.0) {
             match queue {
-                WorkQueue::Send => e.send.push_back(posted),
-                WorkQueue::Receive => e.recv.push_back(posted),
+                WorkQueue::Send => {
+                    e.send.push_back(posted);
+                    e.send_last = Some(posted);
+                }
+                WorkQueue::Receive => {
+                    e.recv.push_back(posted);
+                    e.recv_last = Some(posted);
+                }
             }
         }
-        self.ring_doorbell(vi.0, queue, desc_va, desc_handle)
+        let head = tail.is_none() || self.cfg.doorbell_names_descriptor;
+        self.ring_doorbell(vi.0, queue, desc_va, desc_handle, head)
             .await?;
         if self.cfg.post_flushes_doorbell || self.cfg.post_waits_for_card {
             let start = self.now();
@@ -164,6 +177,7 @@ impl Vipl {
         queue: WorkQueue,
         desc_va: u64,
         desc_handle: MemHandle,
+        head: bool,
     ) -> VipResult<()> {
         let start = self.now();
         let base = bar::doorbell_offset(vi).ok_or(VipError::ErrorResource)?;
@@ -172,7 +186,7 @@ impl Vipl {
             desc_handle,
             vi,
             queue: Queue::from(queue),
-            reserved: 0,
+            flags: if head { via_abi::doorbell::HEAD } else { 0 },
         }
         .to_bytes();
         for (i, w) in record.chunks_exact(4).enumerate() {

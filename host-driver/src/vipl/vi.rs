@@ -82,6 +82,8 @@ impl Vipl {
                 state: ViState::Idle,
                 send: VecDeque::new(),
                 recv: VecDeque::new(),
+                send_last: None,
+                recv_last: None,
                 send_cq,
                 recv_cq,
                 peer_vi: None,

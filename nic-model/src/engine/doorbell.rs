@@ -15,16 +15,18 @@
 //! every `doorbell_decode_cycles`. The dispatcher takes the first doorbell that can go:
 //! a receive while its VI's receive queue has room, a send while its VI has no send
 //! context in its front end and fewer than `max_send_contexts` are active. Doorbells of
-//! one VI and queue therefore keep their order. Span `doorbell`: from the ring to the
-//! dispatch.
+//! one VI and queue therefore keep their order. Span `doorbell`: from the ring to the end
+//! of its decode. A doorbell without `HEAD` then has its descriptor found through the
+//! queue's link (`qlink`) before it is dispatched; the dispatch makes the descriptor the
+//! queue's tail.
 
 use super::io::{span, Io};
-use super::unit::doorbell::{DoorbellState, Entry, RecvCheck};
+use super::unit::doorbell::{tail_key, DoorbellState, Entry, RecvCheck};
 use super::unit::vi::{PostedRecv, ViState};
 use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
 use pci_model::PciMsg;
-use sim_kernel::Cycles;
+use sim_kernel::{Cycles, Time};
 use via_abi::bar;
 use via_abi::doorbell::{Doorbell, DoorbellRepr, DOORBELL_LEN};
 use via_abi::Queue;
@@ -110,7 +112,7 @@ impl Engine {
     pub(crate) fn kick_doorbells(&mut self, io: &mut Io, _ram: &mut BufferRam) {
         if matches!(
             self.doorbells.fsm.state(),
-            DoorbellState::Decoding | DoorbellState::Checking
+            DoorbellState::Decoding | DoorbellState::Checking | DoorbellState::Linking
         ) {
             return;
         }
@@ -141,14 +143,25 @@ impl Engine {
             .position(|e| self.can_dispatch(e));
         if let Some(e) = pos.and_then(|i| self.doorbells.fifo.remove(i)) {
             self.backpressure(io);
-            self.dispatch(e, io, ram);
+            let mut mark = e.at;
+            span(io, e.msg, "doorbell", &mut mark);
+            if e.rec.is_head() || tail_key(&e).is_none() {
+                self.dispatch(e, mark, io, ram);
+            } else {
+                self.start_link_read(e, mark, io, ram);
+            }
         }
         self.kick_doorbells(io, ram);
     }
 
-    fn dispatch(&mut self, e: Entry, io: &mut Io, ram: &mut BufferRam) {
-        let mut mark = e.at;
-        span(io, e.msg, "doorbell", &mut mark);
+    /// Hands doorbell `e`, whose descriptor is now known, to its queue (its spans end at
+    /// `mark`), and makes that descriptor the queue's tail.
+    pub(crate) fn dispatch(&mut self, e: Entry, mark: Time, io: &mut Io, ram: &mut BufferRam) {
+        if let Some(key) = tail_key(&e) {
+            self.doorbells
+                .tails
+                .insert(key, (e.rec.desc_va, e.rec.desc_handle));
+        }
         let check = self.params.check_recv_on_post && e.rec.queue == Queue::Receive;
         if !check {
             self.doorbells.taken(e.vi);
@@ -174,7 +187,7 @@ impl Engine {
                     va: e.rec.desc_va,
                     handle: e.rec.desc_handle,
                     msg: e.msg,
-                    at: mark,
+                    kept: None,
                 });
                 if flushed {
                     self.flush_recvs(e.vi, io);

@@ -75,6 +75,7 @@ mod unit;
 mod complete;
 mod connect;
 mod doorbell;
+mod qlink;
 mod recvcheck;
 mod recvdesc;
 mod regs;
@@ -279,6 +280,7 @@ impl Engine {
                     DmaFor::RxChunk { rx, len } => self.rx_chunk_written(rx, len, &done, io, ram),
                     DmaFor::Status { job } => self.status_written(job, &done, io),
                     DmaFor::RecvCheck { rest } => self.recv_check_read(rest, &done, io, ram),
+                    DmaFor::DoorbellLink => self.doorbell_link_read(&done, io, ram),
                 }
             }
             other => {
@@ -312,7 +314,10 @@ impl Engine {
                     AttFor::Remote => self.remote_translated(result, io, ram),
                     AttFor::StatusOnly { job } => self.status_translated(job, result, io),
                     AttFor::RecvCheck { rest } => self.recv_check_translated(rest, result, io, ram),
-                    AttFor::RecvCheckBuf { .. } => self.recv_check_buf_translated(result, io, ram),
+                    AttFor::RecvCheckBuf { seg } => {
+                        self.recv_check_buf_translated(seg, result, io, ram)
+                    }
+                    AttFor::DoorbellLink => self.doorbell_link_translated(result, io, ram),
                 }
             }
             NicMsg::AttRegistered { req, result } => {

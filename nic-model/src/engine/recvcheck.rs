@@ -8,8 +8,10 @@
 //! never receives a message. Spans (the doorbell's trace id): `recv post translate`,
 //! `recv post DMA read`, `recv post decode`, `recv post buffer translate`.
 //!
-//! The check keeps nothing but the verdict: the receive path reads and translates the
-//! descriptor again when data arrives (see `rxdata`). One check runs at a time; the
+//! A good descriptor is kept as checked (its bytes, its place, its buffers'
+//! translations) with its place on the receive queue, as the card's on-chip copy: the
+//! message that takes it only decodes it again and checks its length (`recv descriptor
+//! decode`), with no second DMA read or translation. One check runs at a time; the
 //! dispatcher stays busy (`checking`) meanwhile, so doorbells are taken in order, and
 //! the VI's doorbell window reports the post as pending until the check ends.
 
@@ -17,6 +19,7 @@ use super::io::{span, Io};
 use super::unit::completion::{JobKind, StatusJob};
 use super::unit::doorbell::{DoorbellState, RecvCheck};
 use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::unit::recv::RecvDesc;
 use super::unit::send::{DESC_HEAD, STATUS_OFFSET};
 use super::unit::vi::PostedRecv;
 use super::{Engine, EngineWake};
@@ -150,6 +153,8 @@ impl Engine {
             .map(|(i, s)| (i, s.local_va, s.local_handle, s.length))
             .collect();
         c.translating = segs.len();
+        c.seg_pieces = vec![Vec::new(); repr.data.len()];
+        c.repr = Some(repr);
         let (msg, vi) = (c.entry.msg, c.entry.vi);
         if segs.is_empty() {
             return self.recv_check_done(Some(Status::empty()), io, ram);
@@ -172,6 +177,7 @@ impl Engine {
     /// The ATT answered for a data segment of the checked descriptor.
     pub(crate) fn recv_check_buf_translated(
         &mut self,
+        seg: usize,
         result: Result<Vec<Piece>, TranslateError>,
         io: &mut Io,
         ram: &mut BufferRam,
@@ -184,8 +190,13 @@ impl Engine {
             self.stats.lookup_misses += 1;
             return;
         };
-        if let Err(e) = result {
-            c.status |= e.status(AccessKind::LocalWrite);
+        match result {
+            Ok(p) => {
+                if let Some(slot) = c.seg_pieces.get_mut(seg) {
+                    *slot = p;
+                }
+            }
+            Err(e) => c.status |= e.status(AccessKind::LocalWrite),
         }
         c.translating = c.translating.saturating_sub(1);
         if c.translating == 0 {
@@ -206,12 +217,24 @@ impl Engine {
         let e = c.entry;
         match verdict {
             Some(s) if !s.is_error() => {
+                // The card keeps what it read and translated: the message that takes
+                // this descriptor needs no second fetch.
+                let kept = Box::new(RecvDesc {
+                    va: e.rec.desc_va,
+                    handle: e.rec.desc_handle,
+                    pieces: c.pieces,
+                    bytes: c.bytes,
+                    repr: c.repr,
+                    seg_pieces: c.seg_pieces,
+                    translated: true,
+                    ..RecvDesc::default()
+                });
                 if let Some(vi) = self.vis.get_mut(e.vi) {
                     vi.recv_queue.push_back(PostedRecv {
                         va: e.rec.desc_va,
                         handle: e.rec.desc_handle,
                         msg: e.msg,
-                        at: io.now(),
+                        kept: Some(kept),
                     });
                 }
             }

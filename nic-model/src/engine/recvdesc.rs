@@ -1,4 +1,5 @@
-//! Fetching the receive descriptor a message consumes: translate its first 64 bytes
+//! Fetching the receive descriptor a message consumes (unless the post check kept it,
+//! when only the decode and the length check are left): translate its first 64 bytes
 //! (`LocalRead`, the VI's tag), read them by DMA (more if `seg_count` needs), check the
 //! format for the receive queue, check the buffers can hold the message, translate its
 //! data segments (`LocalWrite`). Spans (frame's trace id): `recv descriptor translate`,
@@ -190,7 +191,9 @@ impl Engine {
             .map(|(i, s)| (i, s.local_va, s.local_handle, s.length))
             .collect();
         let room = repr.data_length_sum();
-        d.seg_pieces = vec![Vec::new(); repr.data.len()];
+        if !d.translated {
+            d.seg_pieces = vec![Vec::new(); repr.data.len()];
+        }
         d.repr = Some(repr);
         if op == WireOp::RdmaWrite {
             d.ready = true;
@@ -201,6 +204,11 @@ impl Engine {
                 v.counters.rx_length_errors += 1;
             }
             return self.recv_desc_failed(Some(Status::LENGTH_ERROR), io, ram);
+        }
+        if d.translated {
+            // Kept from the post check: its buffers are translated already.
+            d.ready = true;
+            return self.rx_continue(io, ram);
         }
         d.translating = segs.len();
         if segs.is_empty() {

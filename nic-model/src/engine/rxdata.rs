@@ -31,7 +31,7 @@ use super::unit::outstanding::{pages_for, AttFor};
 use super::unit::recv::{Chunk, RecvDesc, RxMessage, RxState};
 use super::unit::send::DESC_HEAD;
 use super::unit::vi::PostedRecv;
-use super::Engine;
+use super::{Engine, EngineWake};
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
 use via_abi::wire_header::{WireFlags, WireOp};
@@ -197,7 +197,7 @@ impl Engine {
                 va: d.va,
                 handle: d.handle,
                 msg,
-                at: io.now(),
+                kept: None,
             });
         if needs_desc && (m.desc.is_none() || again.is_some()) {
             let posted = match again {
@@ -220,6 +220,21 @@ impl Engine {
                 self.rx_release(io);
                 return;
             };
+            self.recv.front.fsm.set(RxState::Descriptor, io);
+            if let Some(mut kept) = p.kept {
+                // Checked at post and kept on the card: decode the copy, no fetch.
+                kept.frame_seq = Some(h.seq);
+                if let Some(m) = self.recv.msgs.get_mut(&id) {
+                    m.desc = Some(*kept);
+                }
+                io.wake_after(
+                    self.params
+                        .descriptor_decode_cycles
+                        .max(sim_kernel::Cycles(1)),
+                    EngineWake::RecvDescriptorDecoded { rx: id },
+                );
+                return;
+            }
             if let Some(m) = self.recv.msgs.get_mut(&id) {
                 m.desc = Some(RecvDesc {
                     va: p.va,
@@ -228,7 +243,6 @@ impl Engine {
                     ..RecvDesc::default()
                 });
             }
-            self.recv.front.fsm.set(RxState::Descriptor, io);
             let ptag = self.vis.ptag(n);
             self.outstanding.translate(
                 io,

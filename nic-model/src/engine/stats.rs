@@ -33,6 +33,16 @@ pub struct EngineStats {
     /// Doorbells with an unknown queue byte (their descriptor completes with a format
     /// error).
     pub doorbell_bad_queue: u64,
+    /// Doorbells without `HEAD` whose descriptor could not be found: the card knew no
+    /// earlier descriptor of that queue, or its Next link was still null (the provider
+    /// rang before linking). Traced as errors; the post is not taken.
+    pub doorbell_unlinked: u64,
+    /// Doorbells whose queue link could not be read: the previous descriptor no longer
+    /// translates (its memory was deregistered) or the DMA failed. Traced as errors; the
+    /// post is not taken.
+    pub doorbell_link_failures: u64,
+    /// Queue links read (doorbells without `HEAD`).
+    pub doorbell_links_read: u64,
     /// Send descriptors taken into processing.
     pub sends_started: u64,
     /// Descriptors whose status was written (send, receive, flushed).

@@ -92,15 +92,22 @@ impl Bench {
         })
     }
 
-    /// Rings VI 0's doorbell for `queue` with a descriptor at `va`.
+    /// Rings VI 0's doorbell for `queue` with a descriptor at `va`, named in the record
+    /// (`HEAD`).
     fn ring(&mut self, queue: Queue, va: u64) -> Vec<Action> {
+        self.ring_flags(queue, va, via_abi::doorbell::HEAD)
+    }
+
+    /// Rings VI 0's doorbell for `queue` with `flags` (without `HEAD`, `va` is only
+    /// informational: the card follows the queue's link).
+    fn ring_flags(&mut self, queue: Queue, va: u64, flags: u8) -> Vec<Action> {
         let mut rec = [0u8; DOORBELL_LEN];
         DoorbellRepr {
             desc_va: va,
             desc_handle: MemHandle(1),
             vi: 0,
             queue,
-            reserved: 0,
+            flags,
         }
         .emit(&mut Doorbell::new_unchecked(&mut rec[..]));
         let off = bar::doorbell_offset(0).expect("window");
@@ -527,4 +534,97 @@ fn completion_flushes_a_send_on_an_unconnected_vi() {
         (1, 1)
     );
     assert!(b.e.is_idle());
+}
+
+/// The receive descriptors VI 0's receive queue holds (VA), in order.
+fn recv_queue(b: &Bench) -> Vec<u64> {
+    b.e.vis
+        .get(0)
+        .map(|v| v.recv_queue.iter().map(|r| r.va).collect())
+        .unwrap_or_default()
+}
+
+/// A doorbell without `HEAD` finds its descriptor through the Next link of the queue's
+/// tail (the last descriptor taken): translate the tail, read its 12 link bytes by DMA,
+/// then take the descriptor the link names, not the one the record names.
+#[test]
+fn a_doorbell_without_head_follows_the_tails_link() {
+    let mut b = Bench::new();
+    b.vi0(ViState::Connected);
+    let first = 0x4000_0000;
+    let second: u64 = 0x4000_0200;
+
+    // The queue's first post names its descriptor; taking it makes it the tail.
+    b.ring(Queue::Receive, first);
+    b.after(Cycles(2));
+    b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    assert_eq!(recv_queue(&b), vec![first]);
+
+    // The next post: the record's address is ignored, the tail's link is read.
+    b.after(Cycles(1));
+    b.ring_flags(Queue::Receive, 0xDEAD_0000, 0);
+    b.after(Cycles(2));
+    let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    let (req, va, len, access) = translate_of(&acts);
+    assert_eq!((va, len, access), (first, 12, AccessKind::LocalRead));
+    assert!(
+        b.e.doorbells.is_pending(0),
+        "not taken while its link is read"
+    );
+    let acts = b.translated(req, piece(0x10_0000, 12));
+    let (tag, dir, pages) = dma_of(&acts);
+    assert_eq!(
+        (dir, pages),
+        (DmaDirection::Read { len: 12 }, vec![0x10_0000])
+    );
+    let mut link = second.to_le_bytes().to_vec();
+    link.extend_from_slice(&1u32.to_le_bytes());
+    b.after(Cycles(3));
+    b.dma_done(tag, link);
+    assert_eq!(
+        recv_queue(&b),
+        vec![first, second],
+        "the descriptor the link names"
+    );
+    assert!(!b.e.doorbells.is_pending(0));
+    assert_eq!(b.e.stats.doorbell_links_read, 1);
+    assert_eq!(
+        b.e.doorbells.tails.get(&(0, true)),
+        Some(&(second, MemHandle(1)))
+    );
+}
+
+/// A doorbell without `HEAD` on a queue with no tail, or whose tail's link is still
+/// null, is a provider error: counted, and nothing is taken.
+#[test]
+fn an_unlinked_doorbell_is_counted_and_not_taken() {
+    let mut b = Bench::new();
+    b.vi0(ViState::Connected);
+    b.ring_flags(Queue::Receive, 0x4000_0000, 0);
+    b.after(Cycles(2));
+    let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    assert!(!acts
+        .iter()
+        .any(|a| matches!(a, Action::Translate { .. } | Action::Dma { .. })));
+    assert_eq!(b.e.stats.doorbell_unlinked, 1);
+    assert!(recv_queue(&b).is_empty());
+    assert!(
+        !b.e.doorbells.is_pending(0),
+        "the window no longer reports it"
+    );
+
+    // A tail whose Next is still null (the provider rang before linking).
+    b.ring(Queue::Receive, 0x4000_0000);
+    b.after(Cycles(2));
+    b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    b.ring_flags(Queue::Receive, 0, 0);
+    b.after(Cycles(2));
+    let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    let (req, _, len, _) = translate_of(&acts);
+    assert_eq!(len, 12);
+    let acts = b.translated(req, piece(0x10_0000, 12));
+    let (tag, _, _) = dma_of(&acts);
+    b.dma_done(tag, vec![0; 12]);
+    assert_eq!(recv_queue(&b), vec![0x4000_0000]);
+    assert_eq!(b.e.stats.doorbell_unlinked, 2);
 }

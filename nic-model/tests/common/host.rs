@@ -119,7 +119,7 @@ impl Sys {
             desc_handle: handle,
             vi,
             queue,
-            reserved: 0,
+            flags: via_abi::doorbell::HEAD,
         };
         self.post_write(i, bar::doorbell_offset(vi).unwrap(), &rec.to_bytes());
     }

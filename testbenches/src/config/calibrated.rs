@@ -201,7 +201,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "issue 11: card.engine.doorbell_decode_cycles (76) lies outside its plausible range [1, 20] until the send-side work it stands for is named"]
     fn every_preset_calibration_is_in_range() {
         for p in crate::config::PRESETS {
             let cfg = SystemConfig::from_preset(p.name).unwrap();

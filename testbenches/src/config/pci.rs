@@ -244,13 +244,13 @@ mod tests {
             );
         }
         assert_eq!(c.dma_params(PciBusKind::System).recovery, Cycles(10));
-        assert_eq!(c.dma_params(PciBusKind::Local).recovery, Cycles(13));
+        assert_eq!(c.dma_params(PciBusKind::Local).recovery, Cycles(19));
         let bridge = c.host_bridge_params();
         assert_eq!(
             bridge.memory_read_latency,
-            sim_kernel::Duration::from_ns(500)
+            sim_kernel::Duration::from_ns(455)
         );
-        assert_eq!(bridge.cpu_read_latency, sim_kernel::Duration::from_ns(150));
+        assert_eq!(bridge.cpu_read_latency, sim_kernel::Duration::from_ns(229));
         assert_eq!(
             BridgeParams {
                 memory_read_latency: BridgeParams::default().memory_read_latency,

@@ -119,6 +119,9 @@ pub struct ViplConfig {
     /// After ringing, read the doorbell window until the card has taken the post
     /// (`POSTS_PENDING` clear); the first read is the flush.
     pub post_waits_for_card: bool,
+    /// Every doorbell names its descriptor, so the card does not read the previous
+    /// descriptor's Next link (what-if; false: only a queue's first post does).
+    pub doorbell_names_descriptor: bool,
 }
 
 /// `[pci]`: the two PCI buses of a node and the host bridge.

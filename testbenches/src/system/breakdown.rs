@@ -230,7 +230,9 @@ pub struct Breakdown {
 
 impl Breakdown {
     /// `end - start` [ns]: the one-way latency of this message (the ping-pong report's
-    /// one-way latency is half a round trip; the two differ only by clock phases).
+    /// one-way latency is half a round trip; for RDMA write the two differ only by clock
+    /// phases, for send/recv the round trip also holds the initiator's VipPostRecv for
+    /// the pong, half of which is in the ping-pong's one-way figure and none in this).
     #[must_use]
     pub fn one_way_ns(&self) -> f64 {
         (self.end - self.start).as_ns_f64()
@@ -263,9 +265,25 @@ pub fn measure(
         .iter()
         .rfind(|r| !r.warmup)
         .ok_or_else(|| missing("the initiator recorded no measured iteration"))?;
-    let start = it.start;
     let msg = sim_kernel::MsgId(u64::from(it.index));
     let responder = sys.nodes[1].cpu;
+    // The trip begins with the initiator's VipPostSend: in a send/recv round trip the
+    // initiator first posts the receive for the pong (on the clock, see
+    // host_driver::programs::sendrecv), which is not part of the ping's trip.
+    let initiator = sys.nodes[0].cpu;
+    let start = k
+        .trace()
+        .spans()
+        .iter()
+        .filter(|s| {
+            s.component == initiator
+                && s.msg == msg
+                && s.stage == "VipPostSend"
+                && s.start >= it.start
+        })
+        .map(|s| s.start)
+        .min()
+        .unwrap_or(it.start);
     // The responder sees the message when its wait for iteration `index` ends.
     let wait_stage = match op {
         super::Op::RdmaWrite => "poll",

@@ -240,6 +240,7 @@ impl System {
                 post_reads_vi_state: cfg.host.vipl.post_reads_vi_state,
                 post_flushes_doorbell: cfg.host.vipl.post_flushes_doorbell,
                 post_waits_for_card: cfg.host.vipl.post_waits_for_card,
+                doorbell_names_descriptor: cfg.host.vipl.doorbell_names_descriptor,
                 ..HostCpuParams::default()
             };
             let cpu = HostCpu::new(cpu_params, id.system_bus);

@@ -1,5 +1,6 @@
 //! Unit **doorbell FIFO**: the partly written doorbell records (by VI), the bounded FIFO
-//! of rung doorbells, the write back-pressure flag and the dispatcher's state machine.
+//! of rung doorbells, the write back-pressure flag, the dispatcher's state machine and
+//! each work queue's tail (the last descriptor taken, whose Next link leads to the next).
 //! The dispatch rules are in the engine's `doorbell` step file.
 
 use crate::att::Piece;
@@ -19,6 +20,9 @@ pub enum DoorbellState {
     Blocked,
     /// Checking a posted receive descriptor before taking it (`recvcheck`).
     Checking,
+    /// Reading the queue's link to the posted descriptor (the previous descriptor's
+    /// Next fields).
+    Linking,
 }
 
 impl StateName for DoorbellState {
@@ -28,6 +32,7 @@ impl StateName for DoorbellState {
             DoorbellState::Decoding => "decoding",
             DoorbellState::Blocked => "blocked",
             DoorbellState::Checking => "checking",
+            DoorbellState::Linking => "linking",
         }
     }
 }
@@ -56,6 +61,10 @@ pub(crate) struct RecvCheck {
     pub translating: usize,
     /// Errors found so far.
     pub status: Status,
+    /// The descriptor, once decoded.
+    pub repr: Option<via_abi::DescriptorRepr>,
+    /// Each data segment's translation (by segment index).
+    pub seg_pieces: Vec<Vec<Piece>>,
 }
 
 impl RecvCheck {
@@ -68,6 +77,8 @@ impl RecvCheck {
             pieces: Vec::new(),
             translating: 0,
             status: Status::empty(),
+            repr: None,
+            seg_pieces: Vec::new(),
         }
     }
 
@@ -79,6 +90,30 @@ impl RecvCheck {
     /// The descriptor's virtual address.
     pub fn va(&self) -> u64 {
         self.entry.rec.desc_va
+    }
+}
+
+/// A doorbell whose descriptor is being found through its queue's link.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinkRead {
+    pub entry: Entry,
+    /// End of the last span.
+    pub mark: Time,
+}
+
+/// Bytes of a descriptor's Next link (Next VA, 8, and Next handle, 4: control segment
+/// bytes 0..12).
+pub(crate) const LINK_LEN: u64 = 12;
+
+/// The work queue of a tail: the send queue or the receive queue of a VI window.
+pub(crate) type TailKey = (u16, bool);
+
+/// The tail key of doorbell `e` (`None`: an unknown queue byte, which has no list).
+pub(crate) fn tail_key(e: &Entry) -> Option<TailKey> {
+    match e.rec.queue {
+        via_abi::Queue::Send => Some((e.vi, false)),
+        via_abi::Queue::Receive => Some((e.vi, true)),
+        via_abi::Queue::Unknown(_) => None,
     }
 }
 
@@ -95,6 +130,11 @@ pub(crate) struct DoorbellUnit {
     /// Doorbells rung and not yet taken, by the VI of their window (what the window's
     /// `POSTS_PENDING` bit reads).
     pub pending: BTreeMap<u16, u32>,
+    /// The last descriptor taken from each work queue (VA, handle): where the next
+    /// post's link is.
+    pub tails: BTreeMap<TailKey, (u64, MemHandle)>,
+    /// The queue link being read, if any.
+    pub link: Option<LinkRead>,
 }
 
 impl Default for DoorbellUnit {
@@ -106,6 +146,8 @@ impl Default for DoorbellUnit {
             fsm: Fsm::new("doorbell", DoorbellState::Idle),
             check: None,
             pending: BTreeMap::new(),
+            tails: BTreeMap::new(),
+            link: None,
         }
     }
 }

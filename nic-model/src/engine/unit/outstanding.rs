@@ -32,6 +32,8 @@ pub(crate) enum AttFor {
     RecvCheck { rest: bool },
     /// Data segment `seg` of the receive descriptor being checked.
     RecvCheckBuf { seg: usize },
+    /// The Next link of a queue's tail, for the doorbell being dispatched.
+    DoorbellLink,
 }
 
 /// What an outstanding DMA job is for.
@@ -50,6 +52,8 @@ pub(crate) enum DmaFor {
     Status { job: JobId },
     /// Reading the receive descriptor the doorbell unit is checking.
     RecvCheck { rest: bool },
+    /// Reading the Next link of a queue's tail, for the doorbell being dispatched.
+    DoorbellLink,
 }
 
 /// The outstanding requests (see the module doc).

@@ -101,6 +101,8 @@ pub(crate) struct RecvDesc {
     pub ready: bool,
     /// Sequence number of the frame this copy was read for (per-frame reading).
     pub frame_seq: Option<u32>,
+    /// Its data segments were translated already (kept from the post check).
+    pub translated: bool,
 }
 
 /// A message being received (or completing).

@@ -16,9 +16,10 @@
 //! descriptors complete with `DESCRIPTOR_FLUSHED`, sends waiting for an acknowledgement
 //! complete with it too.
 
+use super::recv::RecvDesc;
 use crate::engine::ids::{RxId, SendId};
 use crate::engine::stats::{ViCounters, ViInfo};
-use sim_kernel::{Fsm, MsgId, StateName, Time};
+use sim_kernel::{Fsm, MsgId, StateName};
 use std::collections::VecDeque;
 use via_abi::bar::{Reliability, ViStateCode};
 use via_abi::{MacAddr, MemHandle, ProtectionTag};
@@ -64,12 +65,14 @@ impl ViState {
 }
 
 /// A receive descriptor posted by a receive doorbell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) struct PostedRecv {
     pub va: u64,
     pub handle: MemHandle,
     pub msg: MsgId,
-    pub at: Time,
+    /// What the post check read and translated (when the card checks posts): the
+    /// descriptor as the card keeps it, so a message needs no second fetch.
+    pub kept: Option<Box<RecvDesc>>,
 }
 
 /// One VI context.

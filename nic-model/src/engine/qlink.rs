@@ -1,0 +1,146 @@
+//! The queue link read: how the doorbell unit finds the descriptor of a doorbell without
+//! `HEAD`. The doorbell only says that a new transaction exists on a VI's queue; the
+//! descriptor is the one the queue's tail (the last descriptor the engine took from it)
+//! links to through its Next address and Next handle (VIA 1.0 control segment bytes
+//! 0..12), which the provider wrote before ringing. The unit translates the tail's VA
+//! (`LocalRead`, the VI's tag), reads the 12 bytes by DMA and dispatches the doorbell
+//! with the descriptor found. The dispatcher is busy (`linking`) meanwhile, so doorbells
+//! keep their order, and the VI's window reports the post as pending until it is taken.
+//! Spans (the doorbell's trace id): `queue link translate`, `queue link DMA read`.
+//!
+//! A link that cannot be followed (no tail known, a null Next address, a tail that no
+//! longer translates, a failed DMA) is a provider error: counted (`doorbell_unlinked`,
+//! `doorbell_link_failures`), traced as an error, and the post is not taken.
+
+use super::io::{span, Io};
+use super::unit::doorbell::{tail_key, DoorbellState, Entry, LinkRead, LINK_LEN};
+use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::Engine;
+use crate::att::{AccessKind, Piece, TranslateError};
+use gige_mac::BufferRam;
+use pci_model::{DmaDone, DmaStatus};
+use sim_kernel::Time;
+use via_abi::MemHandle;
+
+/// Why a queue link could not be followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LinkError {
+    /// No tail known, or its Next address is null.
+    Unlinked,
+    /// The tail does not translate, or the read failed.
+    Unreadable,
+}
+
+impl Engine {
+    /// Starts finding doorbell `e`'s descriptor through its queue's tail.
+    pub(crate) fn start_link_read(
+        &mut self,
+        e: Entry,
+        mark: Time,
+        io: &mut Io,
+        ram: &mut BufferRam,
+    ) {
+        let tail = tail_key(&e).and_then(|k| self.doorbells.tails.get(&k).copied());
+        let Some((va, handle)) = tail else {
+            return self.link_failed(e, LinkError::Unlinked, io, ram);
+        };
+        let ptag = self.vis.ptag(e.vi);
+        self.doorbells.link = Some(LinkRead { entry: e, mark });
+        self.doorbells.fsm.set(DoorbellState::Linking, io);
+        self.outstanding.translate(
+            io,
+            AttFor::DoorbellLink,
+            e.msg,
+            handle,
+            va,
+            LINK_LEN,
+            AccessKind::LocalRead,
+            ptag,
+        );
+    }
+
+    fn link_span(&mut self, stage: &'static str, io: &mut Io) {
+        if let Some(l) = self.doorbells.link.as_mut() {
+            span(io, l.entry.msg, stage, &mut l.mark);
+        }
+    }
+
+    /// The ATT answered for the tail's link.
+    pub(crate) fn doorbell_link_translated(
+        &mut self,
+        result: Result<Vec<Piece>, TranslateError>,
+        io: &mut Io,
+        ram: &mut BufferRam,
+    ) {
+        self.link_span("queue link translate", io);
+        let pages = result
+            .ok()
+            .and_then(|pieces| pages_for(&pieces, 0, LINK_LEN));
+        match pages {
+            Some(pages) => self
+                .outstanding
+                .dma_read(io, DmaFor::DoorbellLink, pages, LINK_LEN),
+            None => self.link_ended(Err(LinkError::Unreadable), io, ram),
+        }
+    }
+
+    /// The DMA read of the tail's link ended.
+    pub(crate) fn doorbell_link_read(&mut self, done: &DmaDone, io: &mut Io, ram: &mut BufferRam) {
+        self.link_span("queue link DMA read", io);
+        if done.status != DmaStatus::Ok || done.data.len() as u64 != LINK_LEN {
+            self.stats.dma_failures += u64::from(done.status != DmaStatus::Ok);
+            return self.link_ended(Err(LinkError::Unreadable), io, ram);
+        }
+        let mut va = [0u8; 8];
+        va.copy_from_slice(&done.data[..8]);
+        let mut handle = [0u8; 4];
+        handle.copy_from_slice(&done.data[8..12]);
+        let next = (
+            u64::from_le_bytes(va),
+            MemHandle(u32::from_le_bytes(handle)),
+        );
+        let r = if next.0 == 0 {
+            Err(LinkError::Unlinked)
+        } else {
+            Ok(next)
+        };
+        self.link_ended(r, io, ram);
+    }
+
+    /// The link read ended: dispatch the doorbell with the descriptor found, or fail it.
+    fn link_ended(
+        &mut self,
+        r: Result<(u64, MemHandle), LinkError>,
+        io: &mut Io,
+        ram: &mut BufferRam,
+    ) {
+        self.doorbells.fsm.set(DoorbellState::Idle, io);
+        let Some(LinkRead { mut entry, mark }) = self.doorbells.link.take() else {
+            debug_assert!(false, "queue link answer with no link read running");
+            self.stats.lookup_misses += 1;
+            return self.kick_doorbells(io, ram);
+        };
+        self.stats.doorbell_links_read += 1;
+        match r {
+            Ok((va, handle)) => {
+                entry.rec.desc_va = va;
+                entry.rec.desc_handle = handle;
+                self.dispatch(entry, mark, io, ram);
+            }
+            Err(e) => self.link_failed(entry, e, io, ram),
+        }
+        self.kick_doorbells(io, ram);
+    }
+
+    /// Doorbell `e`'s descriptor cannot be found: counted, traced, not taken.
+    fn link_failed(&mut self, e: Entry, why: LinkError, io: &mut Io, ram: &mut BufferRam) {
+        match why {
+            LinkError::Unlinked => self.stats.doorbell_unlinked += 1,
+            LinkError::Unreadable => self.stats.doorbell_link_failures += 1,
+        }
+        tracing::error!(target: "nic::doorbell", vi = e.vi, queue = ?e.rec.queue, ?why,
+            "doorbell without HEAD whose descriptor cannot be found through the queue's link: post not taken");
+        self.doorbells.taken(e.vi);
+        self.kick_doorbells(io, ram);
+    }
+}
