@@ -12,6 +12,9 @@ use super::{CpuState, HostCpu, PollRun, Wait};
 use crate::cache::LineAccess;
 use crate::msg::HostMsg;
 use crate::ops::{Op, OpResult, PollOutcome};
+
+/// Largest cache line the poll fast path handles (larger lines take the general path).
+const POLL_LINE_MAX: usize = 128;
 use pci_model::{HostMemory, MemError, PciMsg};
 use sim_kernel::{Ctx, Cycles};
 
@@ -126,6 +129,7 @@ impl HostCpu {
                     iteration,
                     iterations: 0,
                     start: ctx.now(),
+                    place: None,
                 };
                 self.poll_iteration(run, ctx, mem)
             }
@@ -164,7 +168,8 @@ impl HostCpu {
         mem: &mut HostMemory,
     ) -> Option<OpResult> {
         let now = ctx.now();
-        let (load, bytes) = match self.costed(mem, run.va, run.cond.width(), None) {
+        let mut buf = [0u8; POLL_LINE_MAX];
+        let (load, bytes) = match self.poll_load(mem, &mut run, &mut buf) {
             Ok(x) => x,
             Err(e) => return Some(OpResult::Fault(e)),
         };
@@ -182,7 +187,7 @@ impl HostCpu {
             let result = OpResult::Polled(PollOutcome {
                 satisfied,
                 iterations: run.iterations,
-                last: bytes,
+                last: bytes.to_vec(),
             });
             return self.after(cost, result, CpuState::Poll, ctx);
         }
@@ -190,6 +195,62 @@ impl HostCpu {
         self.wake_after(cost, ctx);
         self.wait = Wait::Poll(run);
         None
+    }
+
+    /// One poll iteration's load: the same accounting as [`Self::costed`] for a load,
+    /// without its allocations and page walk once the polled bytes' place is known (a
+    /// poll iteration is most of the simulator's events). Returns the cost and the
+    /// polled bytes (in `buf` when they come from the fast path).
+    fn poll_load<'b>(
+        &mut self,
+        mem: &mut HostMemory,
+        run: &mut PollRun,
+        buf: &'b mut [u8; POLL_LINE_MAX],
+    ) -> Result<(Cycles, std::borrow::Cow<'b, [u8]>), MemError> {
+        let width = run.cond.width();
+        let Some((pa, line)) = run.place else {
+            let (cost, bytes) = self.costed(mem, run.va, width, None)?;
+            run.place = self.poll_place(run.va, width);
+            return Ok((cost, std::borrow::Cow::Owned(bytes)));
+        };
+        let n = usize::try_from(self.cache.line_bytes()).unwrap_or(POLL_LINE_MAX);
+        let line_bytes = buf.get_mut(..n).ok_or(MemError::Unmapped { va: run.va })?;
+        mem.read(line, line_bytes)?;
+        let c = self.params.costs;
+        let cost = match self.cache.load(line, line_bytes) {
+            LineAccess::Hit => {
+                self.stats.line_hits += 1;
+                c.cache_hit
+            }
+            LineAccess::DmaMiss => {
+                self.stats.dma_misses += 1;
+                c.cache_miss
+            }
+            LineAccess::Miss => {
+                self.stats.line_misses += 1;
+                c.cache_miss
+            }
+        };
+        let off = usize::try_from(pa - line).unwrap_or(0);
+        let w = usize::try_from(width).unwrap_or(0);
+        let bytes = buf
+            .get(off..off + w)
+            .ok_or(MemError::Unmapped { va: run.va })?;
+        Ok((cost, std::borrow::Cow::Borrowed(bytes)))
+    }
+
+    /// The place of `width` polled bytes at `va` if they lie in one cache line of one
+    /// page and the line fits the fast path's buffer.
+    fn poll_place(&self, va: u64, width: u64) -> Option<(u64, u64)> {
+        let line_len = self.cache.line_bytes();
+        if line_len > POLL_LINE_MAX as u64 || width == 0 {
+            return None;
+        }
+        let pa = self.page_table.translate(va).ok()?;
+        let line = self.cache.line_of(pa);
+        let in_line = pa + width <= line + line_len;
+        let in_page = va % pci_model::PAGE_SIZE + width <= pci_model::PAGE_SIZE;
+        (in_line && in_page).then_some((pa, line))
     }
 
     /// Result now if `cost` is zero, else after `cost` cycles in `state`.

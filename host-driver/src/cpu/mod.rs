@@ -60,6 +60,11 @@ pub(crate) struct PollRun {
     pub iteration: Cycles,
     pub iterations: u64,
     pub start: Time,
+    /// Where the polled bytes are (physical address, and the base of their cache line),
+    /// once the first iteration has translated them: the page table cannot change while
+    /// the CPU polls, so later iterations skip the walk (`None`: not yet, or the polled
+    /// bytes straddle a line or page and every iteration takes the general path).
+    pub place: Option<(u64, u64)>,
 }
 
 /// What the CPU waits for before it can resume the program.
