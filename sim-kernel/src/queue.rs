@@ -5,6 +5,10 @@
 //! sequence number in the low bits. Equal time and priority therefore pop first in,
 //! first out, whatever the heap's internal layout: the order of a run is a pure function
 //! of the order of `push` calls.
+//!
+//! The heap holds only the key and a slot index (24 bytes an entry); the payloads wait
+//! in a slab of slots reused through a free list, so sifting moves small entries and no
+//! event allocates once the slab has grown to the run's peak.
 
 use crate::time::Time;
 use core::cmp::Ordering;
@@ -57,19 +61,21 @@ impl<T> Entry<T> {
     }
 }
 
-impl<T> PartialEq for Entry<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
+/// A heap entry: the key and the slab slot of its payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Keyed {
+    key: u128,
+    slot: u32,
 }
-impl<T> Eq for Entry<T> {}
-impl<T> PartialOrd for Entry<T> {
+
+impl PartialOrd for Keyed {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<T> Ord for Entry<T> {
-    /// Reversed, so that `BinaryHeap` (a max-heap) pops the smallest key.
+impl Ord for Keyed {
+    /// Reversed, so that `BinaryHeap` (a max-heap) pops the smallest key (keys are
+    /// unique: the sequence number is in them).
     fn cmp(&self, other: &Self) -> Ordering {
         other.key.cmp(&self.key)
     }
@@ -78,7 +84,11 @@ impl<T> Ord for Entry<T> {
 /// A deterministic priority queue of events.
 #[derive(Debug)]
 pub struct EventQueue<T> {
-    heap: BinaryHeap<Entry<T>>,
+    heap: BinaryHeap<Keyed>,
+    /// Payloads by slot; `None` is a free slot.
+    slab: Vec<Option<T>>,
+    /// Free slots, reused last freed first.
+    free: Vec<u32>,
     next_seq: u64,
 }
 
@@ -94,30 +104,54 @@ impl<T> EventQueue<T> {
     pub fn new() -> Self {
         Self {
             heap: BinaryHeap::with_capacity(256),
+            slab: Vec::with_capacity(256),
+            free: Vec::with_capacity(256),
             next_seq: 0,
         }
     }
 
     /// Queues `item` at `time` with `priority`; returns its sequence number.
+    ///
+    /// # Panics
+    /// With 2^32 events queued at once (far beyond any run's memory).
     pub fn push(&mut self, time: Time, priority: Priority, item: T) -> u64 {
         let seq = self.next_seq & SEQ_MASK;
         // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
         self.next_seq = self.next_seq.wrapping_add(1);
         let key =
             (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
-        self.heap.push(Entry { key, item });
+        let slot = match self.free.pop() {
+            Some(s) => {
+                if let Some(cell) = self.slab.get_mut(s as usize) {
+                    *cell = Some(item);
+                }
+                s
+            }
+            None => {
+                // More than 2^32 events queued at once is beyond any run's memory.
+                let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
+                self.slab.push(Some(item));
+                s
+            }
+        };
+        self.heap.push(Keyed { key, slot });
         seq
     }
 
     /// Removes and returns the earliest event.
     pub fn pop(&mut self) -> Option<Entry<T>> {
-        self.heap.pop()
+        let Keyed { key, slot } = self.heap.pop()?;
+        let item = self.slab.get_mut(slot as usize).and_then(Option::take);
+        self.free.push(slot);
+        // Every heap entry's slot holds its payload until it is popped.
+        item.map(|item| Entry { key, item })
     }
 
     /// The time of the earliest event, if any.
     #[must_use]
+    #[allow(clippy::cast_possible_truncation)]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(Entry::time)
+        self.heap.peek().map(|k| Time((k.key >> 64) as u64))
     }
 
     /// Number of queued events.
@@ -128,7 +162,7 @@ impl<T> EventQueue<T> {
 
     /// Every queued item, in no particular order (for inspection, e.g. stall detection).
     pub fn items(&self) -> impl Iterator<Item = &T> {
-        self.heap.iter().map(|e| &e.item)
+        self.slab.iter().flatten()
     }
 
     /// Whether no event is queued.
