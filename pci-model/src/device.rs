@@ -92,6 +92,7 @@ impl SimpleTarget {
                 );
             }
             PciMsg::Tick { .. }
+            | PciMsg::WatchedWrite { .. }
             | PciMsg::Request(_)
             | PciMsg::TransactionDone(_)
             | PciMsg::TargetReadData { .. }

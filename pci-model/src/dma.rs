@@ -239,6 +239,7 @@ impl DmaMaster {
             PciMsg::DmaStart(job) => self.start(job, ctx),
             PciMsg::TransactionDone(done) => self.burst_done(done, ctx),
             PciMsg::Tick { .. }
+            | PciMsg::WatchedWrite { .. }
             | PciMsg::Request(_)
             | PciMsg::TargetWrite { .. }
             | PciMsg::TargetRead { .. }

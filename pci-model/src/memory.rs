@@ -12,7 +12,7 @@
 //! World into the handlers that touch it (the host bridge, the host CPU).
 
 use crate::error::MemError;
-use sim_kernel::{Bytes, SplitMix64};
+use sim_kernel::{Bytes, ComponentId, SplitMix64};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Size of a host page and of a physical frame \[bytes\] (IA-32 4 KB pages).
@@ -31,9 +31,36 @@ pub struct HostMemory {
     frames: BTreeMap<u64, Box<[u8; PAGE_SIZE as usize]>>,
     allocated: BTreeSet<u64>,
     rng: SplitMix64,
+    /// Watched ranges `(start, len, watcher)`: a write into one is noted in `hits`
+    /// (how a polling CPU that stopped stepping learns its line changed).
+    watches: Vec<(u64, u64, ComponentId)>,
+    /// Watchers whose range a write touched since the last [`HostMemory::take_hits`].
+    hits: Vec<ComponentId>,
 }
 
 impl HostMemory {
+    /// Watches `[start, start + len)` for `who`, replacing `who`'s earlier watch.
+    pub fn watch(&mut self, start: u64, len: u64, who: ComponentId) {
+        self.unwatch(who);
+        self.watches.push((start, len, who));
+    }
+
+    /// Ends `who`'s watch, if any.
+    pub fn unwatch(&mut self, who: ComponentId) {
+        self.watches.retain(|w| w.2 != who);
+    }
+
+    /// The watchers a write touched since the last call, in order, each once.
+    pub fn take_hits(&mut self) -> Vec<ComponentId> {
+        std::mem::take(&mut self.hits)
+    }
+
+    /// Whether some write touched a watched range since the last [`HostMemory::take_hits`].
+    #[must_use]
+    pub fn has_hits(&self) -> bool {
+        !self.hits.is_empty()
+    }
+
     /// `size` bytes of memory (a positive multiple of 4 KB), frames allocated from a
     /// stream seeded with `seed`.
     ///
@@ -48,7 +75,28 @@ impl HostMemory {
             frames: BTreeMap::new(),
             allocated: BTreeSet::new(),
             rng: SplitMix64::derive(seed, "host-memory.frames"),
+            watches: Vec::new(),
+            hits: Vec::new(),
         })
+    }
+
+    /// A digest (FNV-1a) of every byte written so far, by address: two memories with the
+    /// same contents have the same digest (for lockstep comparisons).
+    #[must_use]
+    pub fn content_digest(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |b: u8| {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        };
+        for (base, frame) in &self.frames {
+            if frame.iter().all(|&b| b == 0) {
+                continue; // an all-zero frame reads like an untouched one
+            }
+            base.to_le_bytes().into_iter().for_each(&mut eat);
+            frame.iter().copied().for_each(&mut eat);
+        }
+        h
     }
 
     /// Configured size \[bytes\].
@@ -115,6 +163,12 @@ impl HostMemory {
     /// The range is not inside the memory (nothing is written then).
     pub fn write(&mut self, pa: u64, data: &[u8]) -> Result<(), MemError> {
         self.check(pa, data.len() as u64)?;
+        let end = pa + data.len() as u64;
+        for &(start, len, who) in &self.watches {
+            if pa < start.saturating_add(len) && start < end && !self.hits.contains(&who) {
+                self.hits.push(who);
+            }
+        }
         let mut done = 0usize;
         while done < data.len() {
             let a = pa + done as u64;

@@ -214,6 +214,13 @@ pub enum PciMsg {
         /// Generation of the wake-up.
         generation: u64,
     },
+    /// To a component watching host memory ([`crate::HostMemory::watch`]): the bridge
+    /// committed a write into its range at `at` (in a bus event of priority LATE, after
+    /// every earlier-priority event of that instant).
+    WatchedWrite {
+        /// When the write became visible in host memory.
+        at: Time,
+    },
     /// master -> bus: queue a request; REQ# is asserted in the clock it arrives.
     Request(BusRequest),
     /// bus -> master: a request has ended.

@@ -67,6 +67,9 @@ enum Obs {
     /// Whether a ping-pong of this many bytes fits the configured system (host memory,
     /// the ATT's L2 pool): the check `hvia pingpong` makes before it runs.
     Fits(u32),
+    /// The events a 4-byte RDMA-write ping-pong took (what `sim.stepping` changes; its
+    /// results are the same in both modes, which `tests/lockstep.rs` proves).
+    Events,
 }
 
 /// The direction a result must move, where the physics says so.
@@ -145,6 +148,7 @@ const POST_WITHOUT_READS: &[&str] = &[
 const CASES: &[Case] = &[
     case("sim.seed", "2", Obs::NextFrame, Changed),
     case("sim.trace", "true", Obs::DmaTraceDigest, Changed),
+    case("sim.stepping", "exact", Obs::Events, Up),
     case("host.cpu_clock_mhz", "400", RDMA4, Up),
     case("host.memory_mb", "1", Obs::NextFrame, Changed),
     case("host.costs.vipl_call_cycles", "600", RDMA4, Up),
@@ -362,7 +366,7 @@ impl Obs {
     fn run(self) -> Run {
         match self {
             OneWay(op, size) => Run::PingPong(op == Op::RdmaWrite, size, false, false),
-            Setup | Obs::NextFrame => Run::PingPong(true, 4, false, false),
+            Setup | Obs::NextFrame | Obs::Events => Run::PingPong(true, 4, false, false),
             Obs::PostRecvSpan => Run::PingPong(false, 4, true, false),
             Obs::TouchedOneWay(size) => Run::PingPong(true, size, false, true),
             Obs::Dma(bus, dir) | Obs::DmaCommands(bus, dir) => Run::Dma(bus, dir),
@@ -383,6 +387,7 @@ struct Outcome {
     dma_commands: String,
     dma_trace_digest: u64,
     fits: String,
+    events: u64,
 }
 
 /// A result to compare: a number, a text, or the run's error.
@@ -407,6 +412,7 @@ fn value(outcome: &Result<Outcome, String>, obs: Obs) -> Value {
         Obs::DmaCommands(..) => Value::Text(o.dma_commands.clone()),
         Obs::DmaTraceDigest => Value::Num(o.dma_trace_digest),
         Obs::Fits(_) => Value::Text(o.fits.clone()),
+        Obs::Events => Value::Num(o.events),
     }
 }
 
@@ -466,6 +472,7 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
             };
             let r = run_pingpong(cfg, spec).map_err(|e| e.to_string())?;
             o.one_way_ps = r.one_way.0;
+            o.events = r.stats.events;
             o.setup_ps = r.initiator.setup_done.0;
             if trace {
                 let responder = r.system.nodes[1].cpu;

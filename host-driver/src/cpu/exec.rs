@@ -16,7 +16,7 @@ use crate::ops::{Op, OpResult, PollOutcome};
 /// Largest cache line the poll fast path handles (larger lines take the general path).
 const POLL_LINE_MAX: usize = 128;
 use pci_model::{HostMemory, MemError, PciMsg};
-use sim_kernel::{Ctx, Cycles};
+use sim_kernel::{Ctx, Cycles, Duration, Time};
 
 /// Which way a costed access goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +131,7 @@ impl HostCpu {
                     start: ctx.now(),
                     place: None,
                 };
-                self.poll_iteration(run, ctx, mem)
+                self.poll_iteration(run, ctx.now(), ctx, mem)
             }
             Op::Map { va, len } => {
                 let before = self.page_table.mapped_pages();
@@ -154,20 +154,66 @@ impl HostCpu {
         ctx: &mut Ctx<'_, M>,
         mem: &mut HostMemory,
     ) {
-        if let Some(result) = self.poll_iteration(run, ctx, mem) {
+        if let Some(result) = self.poll_iteration(run, ctx.now(), ctx, mem) {
+            self.resume(result, ctx, mem);
+        }
+    }
+
+    /// A write into the line a parked poll watches, visible from `written` on: account
+    /// the iterations that could not see it (cache hits), then do the first one that
+    /// does, at its own time: now if that is not later than now (nothing else can write
+    /// the line within the one clock the notice took), else at a wake-up then.
+    pub(super) fn unpark<M: From<PciMsg> + From<HostMsg>>(
+        &mut self,
+        mut run: PollRun,
+        next: Time,
+        hit: Cycles,
+        written: Time,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut HostMemory,
+    ) {
+        mem.unwatch(ctx.me());
+        let period = ctx.my_domain().period().0.max(1);
+        let step = hit.0.max(1).saturating_mul(period);
+        // The iteration at `written` itself runs before the commit (the bus commits at
+        // LATE priority), so the first to see it is strictly later.
+        let skipped = if written < next {
+            0
+        } else {
+            (written.0 - next.0) / step + 1
+        };
+        let skew = Duration(self.params.fast_poll_skew_cycles.saturating_mul(period));
+        let at = Time(next.0 + skipped * step) + skew;
+        run.iterations += skipped;
+        self.stats.poll_iterations += skipped;
+        self.stats.line_hits += skipped;
+        self.stats.busy_cycles = self
+            .stats
+            .busy_cycles
+            .saturating_add(skipped.saturating_mul(hit.0));
+        if at > ctx.now() {
+            self.fsm.set(CpuState::Poll, ctx);
+            self.wake_at(at, ctx);
+            self.wait = Wait::Poll(run);
+            return;
+        }
+        if let Some(result) = self.poll_iteration(run, at, ctx, mem) {
             self.resume(result, ctx, mem);
         }
     }
 
     /// Loads the polled bytes now; ends the poll (after this iteration's cost) if the
     /// condition holds or the deadline has passed, else schedules the next iteration.
+    ///
+    /// `now` is the iteration's own time: the kernel's now, or (a parked poll woken by
+    /// a write) an edge at most one clock before it.
     fn poll_iteration<M: From<PciMsg> + From<HostMsg>>(
         &mut self,
         mut run: PollRun,
+        now: Time,
         ctx: &mut Ctx<'_, M>,
         mem: &mut HostMemory,
     ) -> Option<OpResult> {
-        let now = ctx.now();
         let mut buf = [0u8; POLL_LINE_MAX];
         let (load, bytes) = match self.poll_load(mem, &mut run, &mut buf) {
             Ok(x) => x,
@@ -179,8 +225,8 @@ impl HostCpu {
         self.stats.busy_cycles = self.stats.busy_cycles.saturating_add(cost.0);
         let satisfied = run.cond.holds(&bytes);
         let expired = run.deadline.is_some_and(|d| now >= d);
+        let end = ctx.my_domain().edge_after(now, cost);
         if satisfied || expired {
-            let end = ctx.my_domain().edge_after(now, cost);
             let msg = self.slot.borrow().msg;
             ctx.span(msg, "poll", run.start, end);
             tracing::trace!(target: "host::cpu", va = run.va, iterations = run.iterations, satisfied, "poll ended");
@@ -189,11 +235,37 @@ impl HostCpu {
                 iterations: run.iterations,
                 last: bytes.to_vec(),
             });
-            return self.after(cost, result, CpuState::Poll, ctx);
+            if now == ctx.now() {
+                return self.after(cost, result, CpuState::Poll, ctx);
+            }
+            self.fsm.set(CpuState::Poll, ctx);
+            self.wake_at(end, ctx);
+            self.wait = Wait::Timer { result };
+            return None;
         }
         self.fsm.set(CpuState::Poll, ctx);
-        self.wake_after(cost, ctx);
-        self.wait = Wait::Poll(run);
+        let line = run.place.map(|(_, line)| line);
+        match line {
+            // Fast polls stop stepping: the next iterations hit the line just loaded
+            // until a write into it (see `Wait::Parked`).
+            Some(line) if self.params.fast_poll && run.deadline.is_none() => {
+                mem.watch(line, self.cache.line_bytes(), ctx.me());
+                let hit = run.iteration + self.params.costs.cache_hit;
+                self.wait = Wait::Parked {
+                    run,
+                    next: end,
+                    hit,
+                };
+            }
+            _ => {
+                if now == ctx.now() {
+                    self.wake_after(cost, ctx);
+                } else {
+                    self.wake_at(end, ctx);
+                }
+                self.wait = Wait::Poll(run);
+            }
+        }
         None
     }
 

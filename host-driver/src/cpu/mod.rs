@@ -81,6 +81,16 @@ pub(crate) enum Wait {
     Read { tag: u64, since: Time },
     /// The wake-up for the next poll iteration.
     Poll(PollRun),
+    /// A poll that stopped stepping (fast polls): iterations from `next` on are cache
+    /// hits of `hit` cycles each until host memory reports a write into the polled
+    /// line (`PciMsg::WatchedWrite`).
+    Parked {
+        run: PollRun,
+        /// When the next iteration (not yet done) starts.
+        next: Time,
+        /// The cost of one hit iteration.
+        hit: Cycles,
+    },
 }
 
 /// The host CPU component (see the module doc).
@@ -148,6 +158,18 @@ impl HostCpu {
         &self.params
     }
 
+    /// Test hook: see [`HostCpuParams::fast_poll`].
+    #[doc(hidden)]
+    pub fn set_fast_poll(&mut self, on: bool) {
+        self.params.fast_poll = on;
+    }
+
+    /// Test hook: see [`HostCpuParams::fast_poll_skew_cycles`].
+    #[doc(hidden)]
+    pub fn set_fast_poll_skew_cycles(&mut self, cycles: u64) {
+        self.params.fast_poll_skew_cycles = cycles;
+    }
+
     /// The process page table (to read or check process memory from a testbench).
     #[must_use]
     pub fn page_table(&self) -> &PageTable {
@@ -208,7 +230,7 @@ impl HostCpu {
             Wait::None | Wait::Timer { .. } => CpuWait::Busy,
             Wait::Write { since, .. } => CpuWait::MmioWrite { since: *since },
             Wait::Read { since, .. } => CpuWait::MmioRead { since: *since },
-            Wait::Poll(run) => CpuWait::Poll {
+            Wait::Poll(run) | Wait::Parked { run, .. } => CpuWait::Poll {
                 va: run.va,
                 cond: run.cond,
                 deadline: run.deadline,
@@ -310,6 +332,14 @@ impl HostCpu {
                 }
                 self.resume(OpResult::Word(u32::from_le_bytes(w), status), ctx, mem);
             }
+            (PciMsg::WatchedWrite { at }, Wait::Parked { run, next, hit }) => {
+                self.unpark(run, next, hit, at, ctx, mem);
+            }
+            (PciMsg::WatchedWrite { .. }, wait) => {
+                // A write noted before the poll it was for ended or re-parked: the
+                // iterations since have seen it.
+                self.wait = wait;
+            }
             (msg, wait) => {
                 tracing::warn!(target: "host::cpu", ?msg, "unexpected PCI message dropped");
                 self.wait = wait;
@@ -384,5 +414,12 @@ impl HostCpu {
         self.generation += 1;
         let generation = self.generation;
         ctx.wake_after(Cycles(cycles.0.max(1)), HostMsg::Wake { generation }.into());
+    }
+
+    /// Wakes the CPU at `at`, an edge of its clock after now.
+    fn wake_at<M: From<HostMsg>>(&mut self, at: Time, ctx: &mut Ctx<'_, M>) {
+        self.generation += 1;
+        let generation = self.generation;
+        ctx.wake_at(at, HostMsg::Wake { generation }.into());
     }
 }

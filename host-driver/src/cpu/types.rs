@@ -41,6 +41,18 @@ pub struct HostCpuParams {
     /// carries the descriptor's address. Assumption: false (the paper's doorbell only
     /// tells the engine a new transaction exists; see via-abi's doorbell module).
     pub doorbell_names_descriptor: bool,
+    /// Fast stepping of busy polls (`sim.stepping = "fast"`): once an iteration has
+    /// loaded the polled line, the CPU stops stepping its iterations and watches the
+    /// line in host memory; a write into it wakes the CPU at the first iteration that
+    /// sees it, with every skipped iteration accounted as the cache hit it would have
+    /// been. Polls with a deadline are always stepped. false: every iteration is an
+    /// event (`"exact"`, the reference the lockstep tests compare against).
+    pub fast_poll: bool,
+    /// Test hook: moves the iteration a watched write wakes by this many cycles, i.e.
+    /// deliberately breaks the fast path (the lockstep harness must notice). 0 in every
+    /// real run.
+    #[doc(hidden)]
+    pub fast_poll_skew_cycles: u64,
 }
 
 impl Default for HostCpuParams {
@@ -57,6 +69,8 @@ impl Default for HostCpuParams {
             post_flushes_doorbell: true,
             post_waits_for_card: true,
             doorbell_names_descriptor: false,
+            fast_poll: true,
+            fast_poll_skew_cycles: 0,
         }
     }
 }

@@ -83,6 +83,11 @@ impl PciBus {
         let t_c = self.edge(c);
         if let Some(b) = self.bridge.as_mut() {
             b.commit_due(t_c, mem);
+            if let Some(m) = mem.as_deref_mut().filter(|m| m.has_hits()) {
+                for who in m.take_hits() {
+                    ctx.send(who, PciMsg::WatchedWrite { at: t_c }.into());
+                }
+            }
         }
         // REQ# lines in a buffer the bus keeps: no allocation per clock.
         let mut reqs = std::mem::take(&mut self.reqs_buf);

@@ -39,6 +39,7 @@ impl PciBus {
                 reply_to,
             } => self.cpu_read(tag, addr, len, reply_to, c, ctx),
             PciMsg::Tick { .. }
+            | PciMsg::WatchedWrite { .. }
             | PciMsg::TransactionDone(_)
             | PciMsg::TargetWrite { .. }
             | PciMsg::TargetRead { .. }

@@ -30,7 +30,7 @@ pub use pci::PciBusKind;
 pub use presets::{find as find_preset, Preset, DEFAULT_PRESET, PRESETS};
 pub use schema::{
     AttLocation, CardConfig, HostConfig, HostCostsConfig, MacConfig, PciBusConfig, PciConfig,
-    SimConfig, SystemConfig, TopologyConfig, ViplConfig, WireConfig,
+    SimConfig, SimStepping, SystemConfig, TopologyConfig, ViplConfig, WireConfig,
 };
 pub use schema_pci::{
     BridgeConfig, CardTargetConfig, Devsel, DmaMasterConfig, LocalTargetConfig, MacDmaConfig, Park,

@@ -57,8 +57,8 @@ impl SystemConfig {
         }
     }
 
-    /// The bus parameters of bus `kind` (fast-forward stepping, which gives the same
-    /// results as per-clock stepping).
+    /// The bus parameters of bus `kind` (fast-forward stepping with `sim.stepping =
+    /// "fast"`, per-clock with `"exact"`; the two give the same results).
     ///
     /// # Errors
     /// A width other than 32 or 64 bits (validation rejects it first).
@@ -68,7 +68,10 @@ impl SystemConfig {
             width: BusWidth::from_bits(bus.width_bits)?,
             clock_mhz: bus.clock_mhz,
             park: park(bus.park),
-            stepping: Stepping::FastForward,
+            stepping: match self.sim.stepping {
+                super::schema::SimStepping::Fast => Stepping::FastForward,
+                super::schema::SimStepping::Exact => Stepping::PerClock,
+            },
         })
     }
 

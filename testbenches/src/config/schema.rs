@@ -42,6 +42,20 @@ pub struct SimConfig {
     pub seed: u64,
     /// Record trace spans and state transitions.
     pub trace: bool,
+    /// How the simulator steps: `fast` (default) advances stretches whose outcome is
+    /// determined as one event, `exact` steps every clock (the reference). Both give the
+    /// same results, which the lockstep tests check.
+    pub stepping: SimStepping,
+}
+
+/// `sim.stepping`: the simulator's stepping (see [`SimConfig::stepping`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SimStepping {
+    /// Every clock of every bus, every iteration of a busy poll.
+    Exact,
+    /// Idle and quiet bus clocks skipped, busy polls parked until their line changes.
+    Fast,
 }
 
 /// `[topology]`: how many nodes and how they are connected.

@@ -112,7 +112,7 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("card.att_location".into(), "card".into())));
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
-    assert_eq!(flat.len(), 84);
+    assert_eq!(flat.len(), 85);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
 }
 

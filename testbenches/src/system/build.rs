@@ -191,6 +191,10 @@ impl System {
                 send_fifo_bytes: u64::from(ec.send_fifo_bytes),
                 dma_chunk_bytes: u64::from(cfg.pci.system.burst_bytes),
                 recv_fifo_bytes: u64::from(ec.recv_fifo_bytes),
+                stepping: match cfg.sim.stepping {
+                    crate::config::SimStepping::Fast => nic_model::engine::WordStepping::Batched,
+                    crate::config::SimStepping::Exact => nic_model::engine::WordStepping::PerWord,
+                },
                 ..EngineParams::default()
             };
             let mut sys = PciBus::new(sys_params.clone()).map_err(model("pci.system"))?;
@@ -241,6 +245,7 @@ impl System {
                 post_flushes_doorbell: cfg.host.vipl.post_flushes_doorbell,
                 post_waits_for_card: cfg.host.vipl.post_waits_for_card,
                 doorbell_names_descriptor: cfg.host.vipl.doorbell_names_descriptor,
+                fast_poll: cfg.sim.stepping == crate::config::SimStepping::Fast,
                 ..HostCpuParams::default()
             };
             let cpu = HostCpu::new(cpu_params, id.system_bus);

@@ -110,7 +110,23 @@ impl PingPongRun {
 /// # Errors
 /// The system cannot be built, a program fails, or the run does not finish.
 pub fn run_pingpong(cfg: &SystemConfig, spec: PingPongSpec) -> Result<PingPongRun, RunError> {
+    run_pingpong_adjusted(cfg, spec, |_| {})
+}
+
+/// [`run_pingpong`] with `adjust` applied to the built system before the programs
+/// load: a test hook (e.g. to break a fast path on purpose and see the lockstep tests
+/// catch it), not for ordinary runs.
+///
+/// # Errors
+/// As [`run_pingpong`].
+#[doc(hidden)]
+pub fn run_pingpong_adjusted(
+    cfg: &SystemConfig,
+    spec: PingPongSpec,
+    adjust: impl FnOnce(&mut System),
+) -> Result<PingPongRun, RunError> {
     let mut sys = System::build(cfg, spec.trace)?;
+    adjust(&mut sys);
     let mut params = PingPongParams::new(spec.size.max(1), spec.iterations, sys.macs[1]);
     params.warmup = spec.warmup;
     // No wait gives up on its own: a slow but valid configuration takes as long as it

@@ -106,7 +106,7 @@ impl System {
             }
             let now = self.kernel.now();
             let Some(next) = self.kernel.next_event_time() else {
-                return RunEnd::Stalled(self.stall(StallReason::NoEvent));
+                return RunEnd::Stalled(self.stall(self.dry_reason()));
             };
             let until = (now + SLICE).max(next);
             let outcome = self.kernel.run(
@@ -123,7 +123,7 @@ impl System {
                 return RunEnd::ProgramFailed;
             }
             if outcome == RunOutcome::Idle {
-                return RunEnd::Stalled(self.stall(StallReason::NoEvent));
+                return RunEnd::Stalled(self.stall(self.dry_reason()));
             }
             if self.only_polls_left() {
                 return RunEnd::Stalled(self.stall(StallReason::OnlyPolls));
@@ -247,6 +247,20 @@ impl System {
     fn any_failed(&self) -> bool {
         self.cpus()
             .any(|(_, c)| c.and_then(HostCpu::outcome).is_some_and(Result::is_err))
+    }
+
+    /// Why a run whose queue ran dry stalled: fast polls wait without events, so a
+    /// queue that ran dry under a CPU polling memory with no deadline is the same stall
+    /// as one holding nothing but its iterations (`OnlyPolls`); else `NoEvent`.
+    fn dry_reason(&self) -> StallReason {
+        let polling = self
+            .cpus()
+            .any(|(_, c)| c.is_some_and(|c| !c.is_finished() && c.wait().needs_outside_change()));
+        if polling {
+            StallReason::OnlyPolls
+        } else {
+            StallReason::NoEvent
+        }
     }
 
     /// Whether every queued event is for a CPU whose program can only be ended by a
