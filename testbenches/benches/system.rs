@@ -21,6 +21,7 @@ fn events(size: u32, stepping: SimStepping) -> u64 {
         iterations: 2,
         warmup: 1,
         trace: false,
+        recv_post: testbenches::system::RecvPost::Timed,
     };
     run_pingpong(&cfg, spec).expect("run").stats.events
 }

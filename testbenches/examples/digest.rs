@@ -23,6 +23,7 @@ fn main() {
                 iterations: 3,
                 warmup: 1,
                 trace: true,
+                recv_post: testbenches::system::RecvPost::Timed,
             };
             match run_pingpong(&cfg, spec) {
                 Ok(r) => println!(

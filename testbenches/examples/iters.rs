@@ -21,6 +21,7 @@ fn main() {
         iterations,
         warmup: 0,
         trace: false,
+        recv_post: testbenches::system::RecvPost::Timed,
     };
     let r = run_pingpong(&cfg, spec).expect("run");
     if let Some(c) = r.system.cpu(1) {

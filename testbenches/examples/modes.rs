@@ -26,6 +26,7 @@ fn main() {
             iterations: 2,
             warmup: 1,
             trace: true,
+            recv_post: testbenches::system::RecvPost::Timed,
         };
         let r = run_pingpong_adjusted(&cfg, spec, |sys| {
             for n in 0..2 {

@@ -26,6 +26,7 @@ fn main() {
         iterations: 5,
         warmup: 2,
         trace: false,
+        recv_post: testbenches::system::RecvPost::Timed,
     };
     let t = std::time::Instant::now();
     match run_pingpong(&cfg, spec) {

@@ -15,6 +15,7 @@ fn main() {
         iterations: 1,
         warmup: 2,
         trace: true,
+        recv_post: testbenches::system::RecvPost::Timed,
     };
     let r = run_pingpong(&cfg, spec).expect("run");
     let it = r.initiator.iterations.last().expect("it");

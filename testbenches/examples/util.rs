@@ -23,6 +23,7 @@ fn main() {
         iterations: 1,
         warmup: 0,
         trace: false,
+        recv_post: testbenches::system::RecvPost::Timed,
     };
     let r = run_pingpong(&cfg, spec).expect("run");
     println!(

@@ -469,6 +469,7 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
                 iterations: 1,
                 warmup: 1,
                 trace,
+                recv_post: testbenches::system::RecvPost::Timed,
             };
             let r = run_pingpong(cfg, spec).map_err(|e| e.to_string())?;
             o.one_way_ps = r.one_way.0;

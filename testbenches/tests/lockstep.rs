@@ -93,6 +93,7 @@ fn run(cfg: &SystemConfig, op: Op, size: u32, stepping: SimStepping, skew: u64) 
         iterations: 2,
         warmup: 1,
         trace: true,
+        recv_post: testbenches::system::RecvPost::Timed,
     };
     run_pingpong_adjusted(&cfg, spec, |sys| {
         for n in 0..sys.nodes.len() {

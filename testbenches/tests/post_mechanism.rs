@@ -20,6 +20,7 @@ fn post_recv(sets: &[&str]) -> (Vec<f64>, Vec<f64>) {
             iterations: 2,
             warmup: 1,
             trace: true,
+            recv_post: testbenches::system::RecvPost::Timed,
         },
     )
     .unwrap();
@@ -52,4 +53,47 @@ fn vip_post_recv_waits_for_the_cards_check() {
     for (w, u) in timed.iter().zip(&unchecked) {
         assert!(w > u, "checked {w} ns, unchecked {u} ns");
     }
+}
+
+/// The initiator's VipPostRecv for the pong is on the timed round trip by default
+/// (`RecvPost::Timed`, a loop timed as a whole): the one-way figure holds half of it;
+/// posted ahead of the clock it holds none, and the difference is half the initiator's
+/// own VipPostRecv span.
+#[test]
+fn the_timed_receive_post_puts_half_a_vip_post_recv_in_each_one_way_figure() {
+    use testbenches::system::RecvPost;
+    let cfg = SystemConfig::from_preset("hvia-ge").unwrap();
+    let run = |recv_post| {
+        run_pingpong(
+            &cfg,
+            PingPongSpec {
+                op: Op::SendRecv,
+                size: 4,
+                iterations: 2,
+                warmup: 1,
+                trace: true,
+                recv_post,
+            },
+        )
+        .unwrap()
+    };
+    let timed = run(RecvPost::Timed);
+    let ahead = run(RecvPost::Ahead);
+    let initiator = timed.system.nodes[0].cpu;
+    let posts: Vec<f64> = timed
+        .system
+        .kernel
+        .trace()
+        .spans()
+        .iter()
+        .filter(|s| s.component == initiator && s.stage == "VipPostRecv")
+        .map(|s| (s.end - s.start).as_ns_f64())
+        .collect();
+    let post = posts.last().copied().expect("the initiator posts receives");
+    let diff = timed.one_way_ns() - ahead.one_way_ns();
+    assert!(
+        (diff - post / 2.0).abs() < 50.0,
+        "timed - ahead = {diff} ns, half a VipPostRecv = {} ns",
+        post / 2.0
+    );
 }

@@ -14,6 +14,7 @@ fn run(op: Op, size: u32, trace: bool) -> testbenches::system::PingPongRun {
         iterations: 3,
         warmup: 1,
         trace,
+        recv_post: testbenches::system::RecvPost::Timed,
     };
     run_pingpong(&cfg, spec).unwrap_or_else(|e| panic!("{} {size} B: {e}", op.name()))
 }
@@ -85,6 +86,7 @@ fn every_preset_runs_both_operations() {
                 iterations: 2,
                 warmup: 1,
                 trace: false,
+                recv_post: testbenches::system::RecvPost::Timed,
             };
             let r =
                 run_pingpong(&cfg, spec).unwrap_or_else(|e| panic!("{preset} {}: {e}", op.name()));
@@ -116,6 +118,7 @@ fn what_ifs_change_latency_in_the_expected_direction() {
             iterations: 2,
             warmup: 1,
             trace: false,
+            recv_post: testbenches::system::RecvPost::Timed,
         };
         run_pingpong(&cfg, spec).expect("run").one_way
     };

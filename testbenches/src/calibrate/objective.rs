@@ -102,6 +102,7 @@ fn job(cfg: &SystemConfig, j: &Job) -> Result<Got, String> {
                 iterations: if size > 65536 { 2 } else { 3 },
                 warmup: 1,
                 trace,
+                recv_post: crate::system::RecvPost::Timed,
             };
             let r = run_pingpong(cfg, spec).map_err(|e| e.to_string())?;
             let post = trace.then(|| {

@@ -99,9 +99,32 @@ pub struct PingPongArgs {
     /// Warm-up round trips per size, before the measured ones.
     #[arg(long, value_name = "N", default_value = "2", value_parser = parse_warmup)]
     pub warmup: u32,
+    /// Send/recv: where the initiator posts the receive for each pong: `timed` (inside
+    /// the round trip, right before the ping, as a loop timed as a whole does; half a
+    /// VipPostRecv is in each one-way figure) or `ahead` (before the clock starts).
+    #[arg(long, value_enum, default_value_t = RecvPostArg::Timed)]
+    pub recv_post: RecvPostArg,
     /// Trace and plot files.
     #[command(flatten)]
     pub trace: TraceArgs,
+}
+
+/// Where a send/recv initiator posts the receive for each pong (`--recv-post`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RecvPostArg {
+    /// Inside the timed round trip, right before the ping.
+    Timed,
+    /// Before the round trip's clock starts.
+    Ahead,
+}
+
+impl From<RecvPostArg> for crate::system::RecvPost {
+    fn from(r: RecvPostArg) -> Self {
+        match r {
+            RecvPostArg::Timed => crate::system::RecvPost::Timed,
+            RecvPostArg::Ahead => crate::system::RecvPost::Ahead,
+        }
+    }
 }
 
 impl Default for PingPongArgs {
@@ -112,6 +135,7 @@ impl Default for PingPongArgs {
             sizes: parse_sizes(DEFAULT_SIZES).unwrap_or_else(|_| SizeList(vec![4])),
             iters: 10,
             warmup: 2,
+            recv_post: RecvPostArg::Timed,
             trace: TraceArgs::default(),
         }
     }
@@ -284,7 +308,8 @@ pub fn run_pingpong(
     for &size in sizes {
         fits(cfg, size, "--sizes")?;
     }
-    let sweep = match sweep::run(cfg, op, sizes, args.iters, args.warmup) {
+    let recv_post = crate::system::RecvPost::from(args.recv_post);
+    let sweep = match sweep::run(cfg, op, sizes, args.iters, args.warmup, recv_post) {
         Ok(s) => s,
         Err((size, e)) => return Ok(failed("pingpong", &format!("{size} bytes"), &e)),
     };
@@ -295,6 +320,7 @@ pub fn run_pingpong(
         iterations: args.iters,
         warmup: args.warmup,
         trace: true,
+        recv_post,
     };
     let warnings = match write_traces(cfg, spec, &args.trace, "pingpong") {
         Ok(Ok(w)) => w,
@@ -347,6 +373,7 @@ pub fn run_breakdown(
         iterations: 1,
         warmup: BREAKDOWN_WARMUP,
         trace: true,
+        recv_post: crate::system::RecvPost::Timed,
     };
     let warnings = match write_traces(cfg, spec, &args.trace, "breakdown") {
         Ok(Ok(w)) => w,

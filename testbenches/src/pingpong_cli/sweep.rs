@@ -104,6 +104,7 @@ pub fn run(
     sizes: &[u32],
     iterations: u32,
     warmup: u32,
+    recv_post: crate::system::RecvPost,
 ) -> Result<Sweep, (u32, RunError)> {
     let start = Instant::now();
     let bar = progress(sizes.len());
@@ -120,6 +121,7 @@ pub fn run(
                 iterations,
                 warmup,
                 trace: false,
+                recv_post,
             };
             let r = one(cfg, spec);
             bar.set_message(format!("({} bytes done)", sizes[i]));
@@ -153,7 +155,15 @@ mod tests {
     fn parallel_equals_serial_and_keeps_size_order() {
         let cfg = SystemConfig::from_preset(DEFAULT_PRESET).unwrap();
         let sizes = [4, 64, 200];
-        let par = run(&cfg, Op::RdmaWrite, &sizes, 1, 1).unwrap();
+        let par = run(
+            &cfg,
+            Op::RdmaWrite,
+            &sizes,
+            1,
+            1,
+            crate::system::RecvPost::Timed,
+        )
+        .unwrap();
         let serial: Vec<SizeResult> = sizes
             .iter()
             .map(|&size| {
@@ -163,6 +173,7 @@ mod tests {
                     iterations: 1,
                     warmup: 1,
                     trace: false,
+                    recv_post: crate::system::RecvPost::Timed,
                 };
                 one(&cfg, spec).unwrap()
             })

@@ -255,6 +255,7 @@ pub fn measure(
         iterations: 1,
         warmup: 2,
         trace: true,
+        recv_post: crate::system::RecvPost::Timed,
     };
     let run = super::run_pingpong(cfg, spec)?;
     let sys = &run.system;

@@ -15,6 +15,8 @@ pub mod run;
 pub mod world;
 
 pub use build::{node_mac, BuildError, NodeIds, System};
-pub use pingpong::{run_pingpong, run_pingpong_adjusted, Op, PingPongRun, PingPongSpec, RunError};
+pub use pingpong::{
+    run_pingpong, run_pingpong_adjusted, Op, PingPongRun, PingPongSpec, RecvPost, RunError,
+};
 pub use run::{RunEnd, Stall, StallReason};
 pub use world::{Comp, Msg, NodeStore, SystemWorld};

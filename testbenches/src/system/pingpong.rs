@@ -46,6 +46,31 @@ pub struct PingPongSpec {
     pub warmup: u32,
     /// Record trace spans (for breakdowns).
     pub trace: bool,
+    /// Send/recv: where the initiator posts the receive for each pong.
+    pub recv_post: RecvPost,
+}
+
+/// Where a send/recv initiator posts the receive for each pong (RDMA write posts none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RecvPost {
+    /// Inside the timed round trip, right before the ping: a loop timed as a whole, the
+    /// shape assumed for the paper's figures (half a VipPostRecv in each one-way figure).
+    #[default]
+    Timed,
+    /// Before the round trip's clock starts (a per-iteration timer): the one-way figure
+    /// holds the card's receive-side work only.
+    Ahead,
+}
+
+impl RecvPost {
+    /// The `--recv-post` word.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            RecvPost::Timed => "timed",
+            RecvPost::Ahead => "ahead",
+        }
+    }
 }
 
 /// Why a ping-pong run failed.
@@ -129,6 +154,7 @@ pub fn run_pingpong_adjusted(
     adjust(&mut sys);
     let mut params = PingPongParams::new(spec.size.max(1), spec.iterations, sys.macs[1]);
     params.warmup = spec.warmup;
+    params.post_recv_timed = spec.recv_post == RecvPost::Timed;
     // No wait gives up on its own: a slow but valid configuration takes as long as it
     // takes, and a run that can never finish is caught by the run loop's stall check.
     params.wait_timeout = host_driver::Timeout::Infinite;

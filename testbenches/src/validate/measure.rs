@@ -100,8 +100,15 @@ fn run_err(what: impl Into<String>) -> impl FnOnce(RunError) -> MeasureError {
 pub fn measure(cfg: &SystemConfig) -> Result<Measurements, MeasureError> {
     let sizes = sweep_sizes();
     let sweep = |op: Op| {
-        crate::pingpong_cli::sweep_run(cfg, op, &sizes, ITERATIONS, WARMUP)
-            .map_err(|(size, e)| run_err(format!("{} ping-pong at {size} bytes", op.name()))(e))
+        crate::pingpong_cli::sweep_run(
+            cfg,
+            op,
+            &sizes,
+            ITERATIONS,
+            WARMUP,
+            crate::system::RecvPost::Timed,
+        )
+        .map_err(|(size, e)| run_err(format!("{} ping-pong at {size} bytes", op.name()))(e))
     };
     let (rdma, sendrecv) = rayon::join(|| sweep(Op::RdmaWrite), || sweep(Op::SendRecv));
     let recv: Result<Vec<RecvSide>, MeasureError> = FIGURE_SIZES
@@ -150,6 +157,7 @@ fn recv_side(cfg: &SystemConfig, size: u32) -> Result<RecvSide, MeasureError> {
         iterations: ITERATIONS,
         warmup: WARMUP,
         trace: true,
+        recv_post: crate::system::RecvPost::Timed,
     };
     let what = format!("traced send-recv ping-pong at {size} bytes");
     let run = run_pingpong(cfg, spec).map_err(run_err(what.clone()))?;

@@ -1,0 +1,80 @@
+//! Event census of one ping-pong: events delivered per component and message kind
+//! (development aid for simulation speed work). `census [size] [exact]`.
+use host_driver::programs::{rdma_pingpong_initiator, rdma_pingpong_responder, PingPongParams};
+use sim_kernel::{ComponentId, Ctx, RunLimit, Time, World};
+use std::collections::BTreeMap;
+use testbenches::config::{SimStepping, SystemConfig};
+use testbenches::system::world::{Msg, SystemWorld};
+use testbenches::system::System;
+
+struct Counting<'a> {
+    inner: &'a mut SystemWorld,
+    counts: BTreeMap<(u32, String), u64>,
+}
+
+impl World<Msg> for Counting<'_> {
+    fn deliver(&mut self, to: ComponentId, msg: Msg, ctx: &mut Ctx<'_, Msg>) {
+        let kind = format!("{msg:?}");
+        let kind = kind
+            .split(['{', '(', ' '])
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ");
+        *self.counts.entry((to.0, kind)).or_insert(0) += 1;
+        self.inner.deliver(to, msg, ctx);
+    }
+}
+
+fn main() {
+    let size: u32 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(65536);
+    let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+    if std::env::args().nth(2).as_deref() == Some("exact") {
+        cfg.sim.stepping = SimStepping::Exact;
+    }
+    let mut sys = System::build(&cfg, false).expect("build");
+    let mut a = PingPongParams::new(size, 2, sys.macs[1]);
+    a.warmup = 1;
+    a.wait_timeout = host_driver::Timeout::Infinite;
+    let b = PingPongParams {
+        peer: sys.macs[0],
+        ..a
+    };
+    sys.cpu_mut(0)
+        .expect("cpu")
+        .load(move |v| rdma_pingpong_initiator(v, a));
+    sys.cpu_mut(1)
+        .expect("cpu")
+        .load(move |v| rdma_pingpong_responder(v, b));
+    sys.start();
+    let mut w = Counting {
+        inner: &mut sys.world,
+        counts: BTreeMap::new(),
+    };
+    sys.kernel.run(
+        &mut w,
+        RunLimit {
+            until: Time(u64::MAX / 2),
+            max_events: 200_000_000,
+        },
+    );
+    let frames = u64::from(size.div_ceil(1460)).max(1) * 6;
+    let total: u64 = w.counts.values().sum();
+    let mut v: Vec<_> = w.counts.iter().collect();
+    v.sort_by(|x, y| y.1.cmp(x.1));
+    println!(
+        "{total} events, {frames} data frames, {:.0} per frame",
+        total as f64 / frames as f64
+    );
+    for ((c, kind), n) in v.iter().take(25) {
+        println!(
+            "{:>9} {:>7.1}/frame  {:<22} {}",
+            n,
+            **n as f64 / frames as f64,
+            sys.kernel.component_name(ComponentId(*c)),
+            kind
+        );
+    }
+}
