@@ -69,6 +69,7 @@ impl Engine {
                     data: Vec::with_capacity(usize::try_from(c.len).unwrap_or(0)),
                     pages: c.pages,
                     msg: id,
+                    read_failed: false,
                 },
             });
         }
@@ -107,13 +108,7 @@ impl Engine {
         while let Some(p) = self.recv.front.mover.advance(now, period) {
             self.stats.rx_words += p.to - p.from;
             if let Some(a) = self.recv.front.mover.current_mut() {
-                let run = &mut a.run.tag;
-                let from = (p.from * 4).min(run.len);
-                let to = (p.to * 4).min(run.len);
-                match ram.read_vec(run.src + from, to - from) {
-                    Ok(bytes) => run.data.extend_from_slice(&bytes),
-                    Err(_) => run.data.resize(usize::try_from(to).unwrap_or(0), 0),
-                }
+                a.run.tag.read_words(ram, p.from, p.to);
             }
             if !p.finished {
                 break;
@@ -122,6 +117,19 @@ impl Engine {
                 let r = run.tag;
                 if let Some(w) = self.recv.front.cur.as_mut() {
                     w.moving = w.moving.saturating_sub(1);
+                }
+                if r.read_failed {
+                    // Never place bytes that could not be read: the chunk is dropped
+                    // and its message fails (its receiver sees an error, not data).
+                    self.stats.buffer_ram_read_failures += 1;
+                    tracing::error!(target: "nic::rx", src = r.src, len = r.len, "buffer RAM read failed: chunk dropped, message failed");
+                    self.recv.front.fifo.release(r.len);
+                    if let Some(m) = self.recv.msgs.get_mut(&r.msg) {
+                        m.failed = true;
+                    }
+                    self.rx_check_complete(r.msg, io);
+                    self.recv.front.mover.start_next(now, period);
+                    continue;
                 }
                 if let Some(m) = self.recv.msgs.get_mut(&r.msg) {
                     m.outstanding += 1;

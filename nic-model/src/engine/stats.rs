@@ -59,6 +59,9 @@ pub struct EngineStats {
     pub lookup_misses: u64,
     /// DMA jobs that ended in a bus error.
     pub dma_failures: u64,
+    /// Receive chunks whose bytes could not be read from the buffer RAM (dropped, their
+    /// message failed; never placed as made-up bytes).
+    pub buffer_ram_read_failures: u64,
     /// Data frames handed to the GEC.
     pub data_frames_sent: u64,
     /// Control frames (connect, disconnect, ack, nak) handed to the GEC.

@@ -143,6 +143,22 @@ pub(crate) struct RxRun {
     pub data: Vec<u8>,
     pub pages: Vec<u64>,
     pub msg: RxId,
+    /// A word of it could not be read from the buffer RAM: the chunk is dropped, never
+    /// written with made-up bytes.
+    pub read_failed: bool,
+}
+
+impl RxRun {
+    /// Appends the bytes of words `[from, to)` (4 bytes each, clipped to the run) read
+    /// from `ram`; a failed read marks the run failed and appends nothing.
+    pub fn read_words(&mut self, ram: &gige_mac::BufferRam, from: u64, to: u64) {
+        let (a, b) = ((from * 4).min(self.len), (to * 4).min(self.len));
+        match ram.read_vec(self.src + a, b - a) {
+            Ok(bytes) if !self.read_failed => self.data.extend_from_slice(&bytes),
+            Ok(_) => {}
+            Err(_) => self.read_failed = true,
+        }
+    }
 }
 
 /// The receive path's state (see the module doc).
@@ -170,5 +186,51 @@ impl RecvPath {
     pub fn new_id(&mut self) -> RxId {
         self.next = self.next.next();
         self.next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gige_mac::{BufferLayout, BufferRam};
+
+    fn run_at(src: u64, len: u64) -> RxRun {
+        RxRun {
+            src,
+            len,
+            data: Vec::new(),
+            pages: Vec::new(),
+            msg: RxId::default(),
+            read_failed: false,
+        }
+    }
+
+    /// The words a chunk moves come from the buffer RAM, clipped to the chunk.
+    #[test]
+    fn a_run_reads_its_words_from_the_buffer_ram() {
+        let layout = BufferLayout::default();
+        let mut ram = BufferRam::new(layout.clone()).expect("ram");
+        ram.write(layout.base + 8, &[1, 2, 3, 4, 5, 6])
+            .expect("write");
+        let mut r = run_at(layout.base + 8, 6);
+        r.read_words(&ram, 0, 1);
+        r.read_words(&ram, 1, 2);
+        assert_eq!(r.data, vec![1, 2, 3, 4, 5, 6]);
+        assert!(!r.read_failed);
+    }
+
+    /// A word that cannot be read fails the run and adds nothing: no zero bytes stand
+    /// in for data (they used to).
+    #[test]
+    fn a_failed_read_adds_no_bytes_and_fails_the_run() {
+        let layout = BufferLayout::default();
+        let ram = BufferRam::new(layout.clone()).expect("ram");
+        let mut r = run_at(layout.base + layout.size() - 4, 12);
+        r.read_words(&ram, 0, 1);
+        r.read_words(&ram, 1, 3);
+        assert!(r.read_failed);
+        assert_eq!(r.data.len(), 4, "only the word that could be read");
+        r.read_words(&ram, 0, 1);
+        assert_eq!(r.data.len(), 4, "nothing more once failed");
     }
 }
