@@ -51,6 +51,27 @@ pub mod bits {
     pub const LAST_PAGE_LEN_MASK: u32 = (1 << LAST_PAGE_LEN_BITS) - 1;
 }
 
+pub use page_word::PageWord;
+
+/// The packed page word's bit-field type (its own module: the bitfield macro's expansion
+/// trips `unused_parens`).
+mod page_word {
+    #![allow(unused_parens)]
+    use modular_bitfield::specifiers::{B12, B20};
+
+    /// The packed page word (bytes 12..16) as hardware bit fields: the page count in bits
+    /// 19:0 and the last page length minus one in bits 31:20 (`modular-bitfield`, fields
+    /// from the least significant bit; little-endian bytes as the entry stores them).
+    #[modular_bitfield::bitfield(bits = 32)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct PageWord {
+        /// Number of physical pages (20 bits).
+        pub page_count: B20,
+        /// Bytes in the last page, minus one (12 bits).
+        pub last_page_len_m1: B12,
+    }
+}
+
 /// Length of an L1 entry \[bytes\] (HVIA-GE paper: 24 bytes).
 pub const L1_ENTRY_LEN: usize = field::GENERATION.end;
 
@@ -155,15 +176,14 @@ impl<T: AsRef<[u8]>> L1Entry<T> {
 
     /// Number of physical pages \[pages\], 0..=1 048 575 (bits 19:0 of the page word).
     pub fn page_count(&self) -> u32 {
-        (self.page_word() >> bits::PAGE_COUNT_SHIFT) & bits::PAGE_COUNT_MASK
+        PageWord::from_bytes(self.page_word().to_le_bytes()).page_count()
     }
 
     /// Bytes of the region in its last page \[bytes\], 1..=4096 (bits 31:20 of the page
     /// word, plus one). For a one-page region this is the region's whole length.
     pub fn last_page_len(&self) -> u16 {
-        let stored = (self.page_word() >> bits::LAST_PAGE_LEN_SHIFT) & bits::LAST_PAGE_LEN_MASK;
-        // stored <= 4095, so stored + 1 <= 4096 fits in u16.
-        (stored + 1) as u16
+        // A 12-bit field: at most 4095, so plus one fits in u16.
+        PageWord::from_bytes(self.page_word().to_le_bytes()).last_page_len_m1() + 1
     }
 
     /// Size of the first page \[bytes\].
@@ -191,11 +211,13 @@ impl<T: AsRef<[u8]>> L1Entry<T> {
 /// to 20 bits and `last_page_len - 1` to 12 bits (so 0 is stored as 4096); values
 /// outside 0..=1 048 575 and 1..=4096 do not round-trip, and
 /// [`AttRegionRepr::build`](super::AttRegionRepr::build) never produces them.
-pub const fn pack_page_word(page_count: u32, last_page_len: u16) -> u32 {
-    let pages = (page_count & bits::PAGE_COUNT_MASK) << bits::PAGE_COUNT_SHIFT;
-    let last = ((last_page_len.wrapping_sub(1) as u32) & bits::LAST_PAGE_LEN_MASK)
-        << bits::LAST_PAGE_LEN_SHIFT;
-    pages | last
+pub fn pack_page_word(page_count: u32, last_page_len: u16) -> u32 {
+    #[allow(clippy::cast_possible_truncation)] // masked to 12 bits first
+    let last = (u32::from(last_page_len.wrapping_sub(1)) & bits::LAST_PAGE_LEN_MASK) as u16;
+    let word = PageWord::new()
+        .with_page_count(page_count & bits::PAGE_COUNT_MASK)
+        .with_last_page_len_m1(last);
+    u32::from_le_bytes(word.into_bytes())
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> L1Entry<T> {
