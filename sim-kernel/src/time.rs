@@ -53,6 +53,15 @@ impl Time {
     pub const fn saturating_since(self, earlier: Time) -> Duration {
         Duration(self.0.saturating_sub(earlier.0))
     }
+
+    /// `self - earlier`, or `None` if `earlier` is later.
+    #[must_use]
+    pub const fn checked_since(self, earlier: Time) -> Option<Duration> {
+        match self.0.checked_sub(earlier.0) {
+            Some(d) => Some(Duration(d)),
+            None => None,
+        }
+    }
 }
 
 impl Duration {
@@ -100,8 +109,16 @@ impl AddAssign<Duration> for Time {
 
 impl Sub<Time> for Time {
     type Output = Duration;
-    /// The span from `rhs` to `self`; saturates at zero if `rhs` is later.
+    /// The span from `rhs` to `self`. `rhs` later than `self` is a bug (debug builds
+    /// assert); release builds give zero. Where a later `rhs` is expected, say so with
+    /// [`Time::saturating_since`] or [`Time::checked_since`].
     fn sub(self, rhs: Time) -> Duration {
+        debug_assert!(
+            rhs <= self,
+            "time went backwards: {} - {} (use saturating_since where that is expected)",
+            self.0,
+            rhs.0
+        );
         self.saturating_since(rhs)
     }
 }
@@ -160,9 +177,19 @@ mod tests {
         let t = Time(1_500) + Duration::from_ns(2);
         assert_eq!(t, Time(3_500));
         assert_eq!(t - Time(500), Duration(3_000));
-        assert_eq!(Time(5) - Time(9), Duration::ZERO);
+        assert_eq!(Time(5).saturating_since(Time(9)), Duration::ZERO);
+        assert_eq!(Time(5).checked_since(Time(9)), None);
+        assert_eq!(Time(9).checked_since(Time(5)), Some(Duration(4)));
         assert_eq!(format!("{t}"), "3.500 ns");
         assert_eq!(Duration::from_ns(3) * 4, Duration(12_000));
         assert_eq!(Time::MAX + Duration(1), Time::MAX);
+    }
+
+    /// Subtracting a later time is a bug, caught in debug builds.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "time went backwards")]
+    fn a_later_time_subtracted_is_caught() {
+        let _ = Time(5) - Time(9);
     }
 }

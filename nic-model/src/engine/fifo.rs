@@ -146,7 +146,8 @@ impl<T> Mover<T> {
     pub fn advance(&mut self, now: Time, period: Duration) -> Option<Progress> {
         let cur = self.cur.as_mut()?;
         let total = words(cur.run.bytes).max(1);
-        let elapsed = (now - cur.start).as_ps() / period.as_ps().max(1);
+        // A run may start after now (its first word is on a later edge): none moved yet.
+        let elapsed = now.saturating_since(cur.start).as_ps() / period.as_ps().max(1);
         let to = elapsed.min(total);
         if to <= cur.done {
             return None;

@@ -33,6 +33,18 @@ use crate::params::ReadMode;
 use crate::stats::TenureEnd;
 use sim_kernel::{ComponentId, Ctx};
 
+/// Clocks after the address phase by which a target must claim the transaction with
+/// DEVSEL#; with none by then the master aborts (PCI 2.2 §3.6.1: fast, medium and slow
+/// decode take clocks 1 to 3, subtractive decode clock 4, master abort in clock 5).
+const MASTER_ABORT_CLOCKS: u64 = 5;
+/// Clocks from the address phase within which a target must complete its first data
+/// phase, else it ends the transaction with Retry (PCI 2.2 §3.5.1.1, the 16-clock
+/// initial latency rule: the Retry is signalled in the 16th clock after FRAME#).
+const INITIAL_LATENCY_LIMIT: u64 = 15;
+/// Clocks from one data phase within which a target must complete the next, else it
+/// disconnects (PCI 2.2 §3.5.1.2, the 8-clock subsequent latency rule).
+const SUBSEQUENT_LATENCY_LIMIT: u64 = 8;
+
 /// The transaction in progress.
 #[derive(Clone, Debug)]
 pub(crate) struct Tenure {
@@ -280,7 +292,7 @@ impl PciBus {
             resp,
         };
         let Some(ti) = t.target else {
-            return with(if c >= t.a_clk + 5 {
+            return with(if c >= t.a_clk + MASTER_ABORT_CLOCKS {
                 Resp::MasterAbort
             } else {
                 Resp::NoDevsel
@@ -298,9 +310,12 @@ impl PciBus {
                 }
             }
             Ready::NotYet => {
-                if k == 0 && c >= t.a_clk + 15 {
+                if k == 0 && c >= t.a_clk + INITIAL_LATENCY_LIMIT {
                     Resp::Stop(TenureEnd::Retry)
-                } else if t.last_data.is_some_and(|l| c >= l + 8) {
+                } else if t
+                    .last_data
+                    .is_some_and(|l| c >= l + SUBSEQUENT_LATENCY_LIMIT)
+                {
                     Resp::Stop(TenureEnd::Disconnect)
                 } else {
                     Resp::Wait
