@@ -59,6 +59,9 @@ pub struct DmaStats {
     pub bytes_read: u64,
     /// Bytes written to the bus.
     pub bytes_written: u64,
+    /// Messages of a kind this component does not take (a wiring bug): counted and
+    /// traced as errors; any of them fails a system run.
+    pub wrong_inputs: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -251,7 +254,8 @@ impl DmaMaster {
             | PciMsg::CpuRead { .. }
             | PciMsg::CpuReadData { .. }
             | PciMsg::DmaDone(_) => {
-                tracing::warn!(target: "pci::dma", ?msg, "not a DMA master input: dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "pci::dma", ?msg, "not a DMA master input: dropped");
             }
         }
     }

@@ -69,6 +69,9 @@ pub struct BusStats {
     pub write_retry_refusals: u64,
     /// Per-master counters, indexed by [`crate::MasterId`].
     pub per_master: Vec<MasterStats>,
+    /// Messages of a kind this component does not take (a wiring bug): counted and
+    /// traced as errors; any of them fails a system run.
+    pub wrong_inputs: u64,
 }
 
 impl BusStats {

@@ -158,3 +158,35 @@ fn a_connection_that_never_comes_is_a_stall_with_the_losses() {
     assert!(text.contains("waiting for the VI to connect"), "{text}");
     assert!(text.contains("frames received with errors"), "{text}");
 }
+
+/// A message of a kind its component does not take is a wiring bug: the component
+/// counts it, and the run fails naming the component.
+#[test]
+fn a_message_of_the_wrong_kind_fails_the_run() {
+    use testbenches::system::world::Msg;
+    use testbenches::system::{run_pingpong_adjusted, Op, PingPongSpec, RecvPost, RunError};
+    let cfg = SystemConfig::from_preset("hvia-ge").unwrap();
+    let spec = PingPongSpec {
+        op: Op::RdmaWrite,
+        size: 4,
+        iterations: 1,
+        warmup: 0,
+        trace: false,
+        recv_post: RecvPost::Timed,
+    };
+    let r = run_pingpong_adjusted(&cfg, spec, |sys| {
+        let engine = sys.nodes[0].engine;
+        sys.kernel.post(
+            engine,
+            sim_kernel::Time(1_000_000),
+            Msg::Pci(pci_model::PciMsg::Tick { generation: 0 }),
+        );
+    });
+    match r {
+        Err(RunError::WrongInputs(w)) => {
+            assert_eq!(w, vec![("n0.card.engine".to_owned(), 1)]);
+        }
+        Err(e) => panic!("another failure: {e}"),
+        Ok(_) => panic!("the run must fail"),
+    }
+}

@@ -49,6 +49,9 @@ pub struct BusSideStats {
     pub unsupported_writes: u64,
     /// Messages it had no use for.
     pub unexpected: u64,
+    /// Messages of a kind this component does not take (a wiring bug): counted and
+    /// traced as errors; any of them fails a system run.
+    pub wrong_inputs: u64,
 }
 
 /// What a queued bus request is for.
@@ -153,8 +156,8 @@ impl Dp83820Bus {
             PciMsg::TargetRead { tag, addr, len, .. } => self.register_read(tag, addr, len, ctx),
             PciMsg::TransactionDone(done) => self.completion(done, ctx),
             other => {
-                self.stats.unexpected += 1;
-                tracing::warn!(target: "mac::tx", ?other, "DP83820 bus side: PCI message dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "mac::tx", ?other, "DP83820 bus side: PCI message dropped");
             }
         }
     }
@@ -176,8 +179,8 @@ impl Dp83820Bus {
             MacMsg::MacRxEnd { frame, status } => self.rx_end(frame, status, ctx),
             MacMsg::MacBusWake => self.rx_wake(ctx),
             other => {
-                self.stats.unexpected += 1;
-                tracing::warn!(target: "mac::rx", msg = other.name(), "DP83820 bus side: message dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "mac::rx", msg = other.name(), "DP83820 bus side: message dropped");
             }
         }
     }

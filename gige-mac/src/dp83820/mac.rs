@@ -65,6 +65,9 @@ pub struct MacSideStats {
     pub control_ignored: u64,
     /// GMII clocks a ready frame was held back by a received PAUSE \[8 ns cycles\].
     pub paused_cycles: u64,
+    /// Messages of a kind this component does not take (a wiring bug): counted and
+    /// traced as errors; any of them fails a system run.
+    pub wrong_inputs: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -196,8 +199,8 @@ impl Dp83820Mac {
                 self.flow_after_drain(ctx);
             }
             other => {
-                self.stats.unexpected += 1;
-                tracing::warn!(target: "mac::rx", msg = other.name(), "DP83820 MAC side: message dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "mac::rx", msg = other.name(), "DP83820 MAC side: message dropped");
             }
         }
     }

@@ -98,6 +98,9 @@ pub struct GecStats {
     pub register_write_errors: u64,
     /// Messages it had no use for.
     pub unexpected: u64,
+    /// Messages of a kind this component does not take (a wiring bug): counted and
+    /// traced as errors; any of them fails a system run.
+    pub wrong_inputs: u64,
 }
 
 /// A frame the engine handed over.
@@ -223,8 +226,8 @@ impl Gec {
                 self.rx_tags.insert(descriptor, msg);
             }
             other => {
-                self.stats.unexpected += 1;
-                tracing::warn!(target: "mac::gec", msg = other.name(), "GEC: message dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "mac::gec", msg = other.name(), "GEC: message dropped");
             }
         }
     }
@@ -242,8 +245,8 @@ impl Gec {
             PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, ctx, ram),
             PciMsg::TransactionDone(done) => self.register_write_done(&done, ctx),
             other => {
-                self.stats.unexpected += 1;
-                tracing::warn!(target: "mac::gec", ?other, "GEC: PCI message dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "mac::gec", ?other, "GEC: PCI message dropped");
             }
         }
     }

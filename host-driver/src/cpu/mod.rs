@@ -341,7 +341,8 @@ impl HostCpu {
                 self.wait = wait;
             }
             (msg, wait) => {
-                tracing::warn!(target: "host::cpu", ?msg, "unexpected PCI message dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "host::cpu", ?msg, "unexpected PCI message dropped");
                 self.wait = wait;
             }
         }

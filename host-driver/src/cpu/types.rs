@@ -136,6 +136,9 @@ pub struct CpuStats {
     pub line_misses: u64,
     /// Cache line loads that missed because a DMA write changed the line.
     pub dma_misses: u64,
+    /// Messages of a kind this component does not take (a wiring bug): counted and
+    /// traced as errors; any of them fails a system run.
+    pub wrong_inputs: u64,
 }
 
 /// What a CPU's program waits for right now: what a run loop needs to tell a stalled

@@ -85,6 +85,9 @@ pub struct AttStats {
     pub l2_entries_read: u64,
     /// Table writes (L1 and L2).
     pub table_writes: u64,
+    /// Messages of a kind this component does not take (a wiring bug): counted and
+    /// traced as errors; any of them fails a system run.
+    pub wrong_inputs: u64,
 }
 
 /// Where the table lives, and the means to reach it.
@@ -342,7 +345,8 @@ impl AttManager {
                 self.port_done(tag, result.map(|()| Vec::new()), ctx);
             }
             other => {
-                tracing::warn!(target: "nic::att", ?other, "message not for the ATT manager dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "nic::att", ?other, "message not for the ATT manager dropped");
             }
         }
     }

@@ -284,7 +284,8 @@ impl Engine {
                 }
             }
             other => {
-                tracing::warn!(target: "nic::doorbell", ?other, "not an engine input: dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "nic::doorbell", ?other, "not an engine input: dropped");
             }
         }
         self.settle(io, ram);
@@ -336,7 +337,8 @@ impl Engine {
                 EngineWake::RxMover { gen } => self.rx_mover_woken(gen, io, ram),
             },
             other => {
-                tracing::warn!(target: "nic::doorbell", ?other, "not an engine input: dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "nic::doorbell", ?other, "not an engine input: dropped");
             }
         }
         self.settle(io, ram);
@@ -350,7 +352,8 @@ impl Engine {
             // The GEC queues transmits that come before it is ready: nothing to do.
             MacMsg::GecReady => tracing::debug!(target: "nic::tx", "GEC ready"),
             other => {
-                tracing::warn!(target: "nic::rx", msg = other.name(), "not an engine input: dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "nic::rx", msg = other.name(), "not an engine input: dropped");
             }
         }
         self.settle(io, ram);

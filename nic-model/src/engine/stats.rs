@@ -97,6 +97,9 @@ pub struct EngineStats {
     pub tx_words: u64,
     /// Words moved out of RX buffers into the Recv FIFO.
     pub rx_words: u64,
+    /// Messages of a kind this component does not take (a wiring bug): counted and
+    /// traced as errors; any of them fails a system run.
+    pub wrong_inputs: u64,
 }
 
 /// Counters of one VI (kept while it exists).

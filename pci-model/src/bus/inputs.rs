@@ -47,7 +47,8 @@ impl PciBus {
             | PciMsg::CpuReadData { .. }
             | PciMsg::DmaStart(_)
             | PciMsg::DmaDone(_) => {
-                tracing::warn!(target: "pci::bus", ?msg, "not a bus input: dropped");
+                self.stats.wrong_inputs += 1;
+                tracing::error!(target: "pci::bus", ?msg, "not a bus input: dropped");
             }
         }
     }

@@ -372,4 +372,31 @@ impl System {
                 .post(id.cpu, Time::ZERO, Msg::Host(HostMsg::Start));
         }
     }
+
+    /// The components that received messages of a kind they do not take, with counts
+    /// (each is a wiring bug; a ping-pong run fails on any).
+    #[must_use]
+    pub fn wrong_inputs(&self) -> Vec<(String, u64)> {
+        use super::world::Comp;
+        self.world
+            .comps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let n = match c {
+                    Comp::Cpu(_, c) => c.stats().wrong_inputs,
+                    Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => b.stats().wrong_inputs,
+                    Comp::Dma(_, d) => d.stats().wrong_inputs,
+                    Comp::Engine(_, e) => e.stats().wrong_inputs,
+                    Comp::Att(_, a) => a.stats().wrong_inputs,
+                    Comp::Gec(_, g) => g.stats().wrong_inputs,
+                    Comp::MacBus(_, m) => m.stats().wrong_inputs,
+                    Comp::MacSide(_, m) => m.stats().wrong_inputs,
+                    Comp::AttPort(..) => 0,
+                };
+                let id = sim_kernel::ComponentId(u32::try_from(i).ok()?);
+                (n > 0).then(|| (self.kernel.component_name(id).to_owned(), n))
+            })
+            .collect()
+    }
 }

@@ -93,6 +93,10 @@ pub enum RunError {
     /// A message was routed to a component of the wrong kind (a wiring bug).
     #[error("{0} messages were misrouted")]
     Misrouted(u64),
+    /// Components received messages of a kind they do not take (a wiring bug); each
+    /// component with its count.
+    #[error("messages of a kind their component does not take: {}", .0.iter().map(|(c, n)| format!("{c} {n}")).collect::<Vec<_>>().join(", "))]
+    WrongInputs(Vec<(String, u64)>),
 }
 
 /// The outcome of one ping-pong run.
@@ -188,6 +192,10 @@ pub fn run_pingpong_adjusted(
     }
     if sys.world.misrouted > 0 {
         return Err(RunError::Misrouted(sys.world.misrouted));
+    }
+    let wrong = sys.wrong_inputs();
+    if !wrong.is_empty() {
+        return Err(RunError::WrongInputs(wrong));
     }
     let mut take = |n: usize| -> Result<ProgramReport, RunError> {
         match sys.cpu_mut(n).and_then(host_driver::HostCpu::take_outcome) {
