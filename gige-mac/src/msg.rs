@@ -150,8 +150,8 @@ pub enum MacMsg {
     MacTxStatus {
         /// The bus side's frame sequence number.
         frame: u64,
-        /// Sent without error.
-        ok: bool,
+        /// How it ended.
+        outcome: crate::dp83820::TxOutcome,
         /// Transmit FIFO bytes freed \[bytes\].
         fifo_bytes: u32,
     },

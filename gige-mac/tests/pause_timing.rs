@@ -78,6 +78,8 @@ fn setup(flow: FlowControl) -> (Kernel<MacMsg>, W) {
             len: 1514,
             msg: MsgId(seq),
             since: Time(T),
+            burst: 1514,
+            failed: false,
         };
         k.post(mac_id, Time(T), MacMsg::MacTxData(chunk));
     }
@@ -171,7 +173,15 @@ fn one_pause_hand_counted() {
     let ok = w
         .got
         .iter()
-        .filter(|(_, m)| matches!(m, MacMsg::MacTxStatus { ok: true, .. }))
+        .filter(|(_, m)| {
+            matches!(
+                m,
+                MacMsg::MacTxStatus {
+                    outcome: gige_mac::dp83820::TxOutcome::Sent,
+                    ..
+                }
+            )
+        })
         .count();
     assert_eq!(ok, 3, "the frame in progress completed");
 }
@@ -226,6 +236,8 @@ fn pause_while_idle_holds_frames_queued_later() {
         len: 114,
         msg: MsgId(3),
         since: Time(r),
+        burst: 114,
+        failed: false,
     };
     k.post(
         ComponentId(0),

@@ -52,6 +52,8 @@ pub struct BusSideStats {
     /// Messages of a kind this component does not take (a wiring bug): counted and
     /// traced as errors; any of them fails a system run.
     pub wrong_inputs: u64,
+    /// Transmit data reads that failed on the bus (their frames aborted, never padded).
+    pub tx_read_failures: u64,
 }
 
 /// What a queued bus request is for.
@@ -172,9 +174,9 @@ impl Dp83820Bus {
             MacMsg::TraceTag { descriptor, msg } => self.tx_tag(descriptor, msg),
             MacMsg::MacTxStatus {
                 frame,
-                ok,
+                outcome,
                 fifo_bytes,
-            } => self.tx_status(frame, ok, u64::from(fifo_bytes), ctx),
+            } => self.tx_status(frame, outcome, u64::from(fifo_bytes), ctx),
             MacMsg::MacRxFrame { frame, rx } => self.rx_frame(frame, rx, ctx),
             MacMsg::MacRxEnd { frame, status } => self.rx_end(frame, status, ctx),
             MacMsg::MacBusWake => self.rx_wake(ctx),

@@ -68,6 +68,9 @@ pub struct MacSideStats {
     /// Messages of a kind this component does not take (a wiring bug): counted and
     /// traced as errors; any of them fails a system run.
     pub wrong_inputs: u64,
+    /// Frames aborted by a failed data read (sent corrupted if already started, else
+    /// not at all).
+    pub tx_aborted: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -82,6 +85,10 @@ struct Assembling {
     /// Bytes handed to the transmitter.
     given: usize,
     ready_at: Time,
+    /// Bytes the bus side's bursts for it asked for so far (whether they arrived).
+    asked: usize,
+    /// A data read of it failed: no more of its bytes are taken.
+    aborted: bool,
 }
 
 /// The DP83820's MAC side (see the module doc).
@@ -280,6 +287,8 @@ impl Dp83820Mac {
                     started: false,
                     given: 0,
                     ready_at: ctx.now(),
+                    asked: 0,
+                    aborted: false,
                 });
                 self.frames.len() - 1
             }
@@ -294,10 +303,43 @@ impl Dp83820Mac {
             self.learn_station(src.map(MacAddr));
         }
         if let Some(f) = self.frames.get_mut(pos) {
-            let room = f.len.saturating_sub(f.data.len());
-            f.data.extend_from_slice(&c.data[..room.min(c.data.len())]);
+            f.asked += c.burst as usize;
+            if !f.aborted {
+                let room = f.len.saturating_sub(f.data.len());
+                f.data.extend_from_slice(&c.data[..room.min(c.data.len())]);
+                if c.failed {
+                    f.aborted = true;
+                    self.stats.tx_aborted += 1;
+                }
+            }
         }
+        self.tx_abort_unstarted(ctx);
         self.tx_advance(ctx);
+    }
+
+    /// Drops aborted frames that have not started once every burst of theirs has come
+    /// back, and reports them (`TxOutcome::Aborted`): nothing of them is sent. One
+    /// already started runs dry on the wire instead (an underrun).
+    fn tx_abort_unstarted<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+        while let Some(pos) = self
+            .frames
+            .iter()
+            .position(|f| f.aborted && !f.started && f.asked >= f.len)
+        {
+            let Some(f) = self.frames.remove(pos) else {
+                break;
+            };
+            tracing::error!(target: "mac::tx", id = f.id.0, "frame aborted before it started: not sent");
+            ctx.send(
+                self.bus_side,
+                MacMsg::MacTxStatus {
+                    frame: f.seq,
+                    outcome: super::TxOutcome::Aborted,
+                    fifo_bytes: u32::try_from(f.len).unwrap_or(u32::MAX),
+                }
+                .into(),
+            );
+        }
     }
 
     /// Starts frames whose drain threshold is met, streams bytes of started ones.
@@ -312,7 +354,7 @@ impl Dp83820Mac {
             }
             let whole = f.data.len() >= f.len;
             let ready = whole || f.data.len() >= drain;
-            if !f.started && !ready {
+            if !f.started && (!ready || f.aborted) {
                 break; // later frames wait for this one
             }
             let padded;
@@ -364,7 +406,11 @@ impl Dp83820Mac {
             self.bus_side,
             MacMsg::MacTxStatus {
                 frame: f.seq,
-                ok: !done.underrun,
+                outcome: if done.underrun {
+                    super::TxOutcome::Underrun
+                } else {
+                    super::TxOutcome::Sent
+                },
                 fifo_bytes: u32::try_from(f.len).unwrap_or(u32::MAX),
             }
             .into(),

@@ -23,7 +23,11 @@
 //! the whole frame are in the FIFO, pads it to 60 bytes (TXCFG ATP) and appends the
 //! FCS; bytes that arrive later stream onto the wire ([`crate::gmii::stream`]); a byte
 //! not there when due is an underrun. When the frame has left, the bus side writes back
-//! cmdsts (OWN cleared, OK set, or the TFU status bit on an underrun). A descriptor
+//! cmdsts (OWN cleared, OK set, or the TFU status bit on an underrun). A data read that
+//! fails on the bus (master or target abort) aborts its frame: nothing of it is sent if
+//! it had not started (cmdsts TXA), and one already on the wire runs dry (TFU); the
+//! missing bytes are never made up. A refused descriptor (several fragments, or empty)
+//! is written back with TXA too. A descriptor
 //! without OWN stops the engine (TXIDLE) until the next TXE. (In DP83815/DP83820 terms
 //! FLTH is the *fill* threshold of the bus side and DRTH the *drain* threshold at which
 //! transmission starts: the brief's "fill threshold reached or whole frame in" is DRTH.)
@@ -104,6 +108,23 @@ pub struct TxChunk {
     pub msg: MsgId,
     /// When the bus side had read the frame's descriptor (start of `mac data fetch`).
     pub since: Time,
+    /// Bytes the burst asked for (`data` holds fewer when it failed).
+    pub burst: u32,
+    /// The burst's bus transaction failed (master or target abort): `data` holds only
+    /// the bytes that arrived, and the frame cannot be sent whole.
+    pub failed: bool,
+}
+
+/// How a transmitted frame ended (the MAC side's report to the bus side).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxOutcome {
+    /// Sent whole: cmdsts OK.
+    Sent,
+    /// The FIFO ran dry while the frame was on the wire: sent corrupted, cmdsts TFU.
+    Underrun,
+    /// A data read of the frame failed on the bus before it started: not sent, cmdsts
+    /// TXA (transmit abort).
+    Aborted,
 }
 
 /// The MAC side's verdict on a received frame, at its end.

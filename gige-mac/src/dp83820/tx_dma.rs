@@ -11,6 +11,7 @@
 
 use super::bus::{Dp83820Bus, Req};
 use super::regs::isr;
+use super::TxOutcome;
 use crate::msg::MacMsg;
 use pci_model::{PciMsg, TransactionDone};
 use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
@@ -19,6 +20,8 @@ use via_abi::dp83820::{CmdSts, Descriptor, DescriptorRepr};
 
 /// TX status bit 25, TFU: transmit FIFO underrun (DP83820 datasheet, transmit cmdsts).
 pub const CMDSTS_TFU: u32 = 1 << 25;
+/// TX status bit 26, TXA: transmit abort (DP83820 datasheet, transmit cmdsts).
+pub const CMDSTS_TXA: u32 = 1 << 26;
 
 /// Offset of cmdsts within a descriptor \[bytes\].
 const CMDSTS_OFFSET: u64 = 8;
@@ -62,7 +65,7 @@ struct TxJob {
     received: u64,
     msg: MsgId,
     since: Time,
-    early_status: Option<bool>,
+    early_status: Option<TxOutcome>,
 }
 
 #[derive(Clone, Debug)]
@@ -218,7 +221,7 @@ impl Dp83820Bus {
                 cmdsts: d.cmdsts,
                 msg,
             });
-            self.tx_write_back(seq, false, ctx);
+            self.tx_write_back(seq, TxOutcome::Aborted, ctx);
             self.tx_fetch(u64::from(d.link), ctx);
             return;
         }
@@ -280,7 +283,15 @@ impl Dp83820Bus {
             return;
         };
         let mut data = done.data;
-        data.resize(usize::try_from(len).unwrap_or(0), 0);
+        let want = usize::try_from(len).unwrap_or(0);
+        // A failed read delivers what arrived and says so; it is never padded into a
+        // frame of made-up bytes.
+        let failed = done.status != pci_model::TxnStatus::Ok || data.len() < want;
+        data.truncate(want);
+        if failed {
+            self.stats.tx_read_failures += 1;
+            tracing::error!(target: "mac::tx", frame = job.seq, status = ?done.status, got = data.len(), want, "transmit data read failed: frame aborted");
+        }
         let chunk = super::TxChunk {
             frame: job.seq,
             offset: u32::try_from(job.received).unwrap_or(u32::MAX),
@@ -288,6 +299,8 @@ impl Dp83820Bus {
             len: u32::try_from(job.len).unwrap_or(u32::MAX),
             msg: job.msg,
             since: job.since,
+            burst: u32::try_from(len).unwrap_or(u32::MAX),
+            failed,
         };
         job.received += len;
         ctx.send(self.mac, MacMsg::MacTxData(chunk).into());
@@ -304,8 +317,8 @@ impl Dp83820Bus {
             cmdsts: job.cmdsts,
             msg: job.msg,
         });
-        if let Some(ok) = job.early_status {
-            self.tx_write_back(job.seq, ok, ctx);
+        if let Some(outcome) = job.early_status {
+            self.tx_write_back(job.seq, outcome, ctx);
         }
         self.tx_fetch(u64::from(job.link), ctx);
     }
@@ -314,15 +327,15 @@ impl Dp83820Bus {
     pub(super) fn tx_status<M: From<PciMsg> + From<MacMsg>>(
         &mut self,
         seq: u64,
-        ok: bool,
+        outcome: TxOutcome,
         fifo_bytes: u64,
         ctx: &mut Ctx<'_, M>,
     ) {
         self.tx.fifo_used = self.tx.fifo_used.saturating_sub(fifo_bytes);
         if self.tx.awaiting.iter().any(|a| a.seq == seq) {
-            self.tx_write_back(seq, ok, ctx);
+            self.tx_write_back(seq, outcome, ctx);
         } else if let Some(j) = self.tx.job.as_mut().filter(|j| j.seq == seq) {
-            j.early_status = Some(ok);
+            j.early_status = Some(outcome);
         } else {
             self.stats.unexpected += 1;
             tracing::warn!(target: "mac::tx", seq, "status for an unknown frame");
@@ -335,9 +348,10 @@ impl Dp83820Bus {
     fn tx_write_back<M: From<PciMsg> + From<MacMsg>>(
         &mut self,
         seq: u64,
-        ok: bool,
+        outcome: TxOutcome,
         ctx: &mut Ctx<'_, M>,
     ) {
+        let ok = outcome == TxOutcome::Sent;
         let Some(pos) = self.tx.awaiting.iter().position(|a| a.seq == seq) else {
             return;
         };
@@ -345,11 +359,15 @@ impl Dp83820Bus {
             return;
         };
         let keep = a.cmdsts.bits() & !(CmdSts::OWN | CmdSts::OK | CmdSts::ERR).bits();
-        let status = if ok { CmdSts::OK.bits() } else { CMDSTS_TFU };
-        self.regs.isr |= if ok {
-            isr::TXOK
-        } else {
-            isr::TXERR | isr::TXURN
+        let status = match outcome {
+            TxOutcome::Sent => CmdSts::OK.bits(),
+            TxOutcome::Underrun => CMDSTS_TFU,
+            TxOutcome::Aborted => CMDSTS_TXA,
+        };
+        self.regs.isr |= match outcome {
+            TxOutcome::Sent => isr::TXOK,
+            TxOutcome::Underrun => isr::TXERR | isr::TXURN,
+            TxOutcome::Aborted => isr::TXERR,
         };
         let bytes = (keep | status).to_le_bytes().to_vec();
         self.tx.writing_back.push((a.desc, ctx.now(), a.msg));
