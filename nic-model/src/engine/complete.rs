@@ -165,7 +165,7 @@ impl Engine {
         io: &mut Io,
     ) {
         let Some(job) = self.completion.jobs.remove(&jid) else {
-            return;
+            return self.bookkeeping_miss("status job of a translation");
         };
         match result {
             Ok(pieces) => self.write_status(job, &pieces, 0, io),
@@ -179,7 +179,7 @@ impl Engine {
     /// A status DMA write ended.
     pub(crate) fn status_written(&mut self, jid: JobId, done: &DmaDone, io: &mut Io) {
         let Some(job) = self.completion.jobs.remove(&jid) else {
-            return;
+            return self.bookkeeping_miss("status job of a write");
         };
         let ok = done.status == DmaStatus::Ok;
         if !ok {
@@ -197,7 +197,7 @@ impl Engine {
         match job.kind {
             JobKind::Send { send: id } => {
                 let Some(s) = self.send.ctxs.remove(&id) else {
-                    return;
+                    return self.bookkeeping_miss("send context of a status write");
                 };
                 let err = s.status.errors();
                 if err.is_error() {

@@ -142,6 +142,15 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// A bookkeeping lookup that missed (a table the engine keeps lacks an entry its own
+    /// state says is there): a bug. Debug builds stop here; release builds count it
+    /// (`EngineStats::bookkeeping_misses`) and trace an error, and the step is skipped.
+    pub(crate) fn bookkeeping_miss(&mut self, what: &'static str) {
+        debug_assert!(false, "bookkeeping lookup missed: {what}");
+        self.stats.bookkeeping_misses += 1;
+        tracing::error!(target: "nic::engine", what, "bookkeeping lookup missed");
+    }
+
     /// An engine with no VIs, wired to `ports`, using the TX/RX slots of `layout` (the
     /// card's buffer RAM).
     ///

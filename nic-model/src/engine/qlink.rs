@@ -117,7 +117,7 @@ impl Engine {
         self.doorbells.fsm.set(DoorbellState::Idle, io);
         let Some(LinkRead { mut entry, mark }) = self.doorbells.link.take() else {
             debug_assert!(false, "queue link answer with no link read running");
-            self.stats.lookup_misses += 1;
+            self.stats.bookkeeping_misses += 1;
             return self.kick_doorbells(io, ram);
         };
         self.stats.doorbell_links_read += 1;

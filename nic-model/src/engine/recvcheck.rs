@@ -65,7 +65,7 @@ impl Engine {
         self.check_span("recv post translate", io);
         let Some(c) = self.doorbells.check.as_mut() else {
             debug_assert!(false, "ATT answer for a receive check that is not running");
-            self.stats.lookup_misses += 1;
+            self.stats.bookkeeping_misses += 1;
             return;
         };
         let pieces = match result {
@@ -105,7 +105,7 @@ impl Engine {
         }
         let Some(c) = self.doorbells.check.as_mut() else {
             debug_assert!(false, "DMA data for a receive check that is not running");
-            self.stats.lookup_misses += 1;
+            self.stats.bookkeeping_misses += 1;
             return;
         };
         c.bytes.extend_from_slice(&done.data);
@@ -138,7 +138,7 @@ impl Engine {
         self.check_span("recv post decode", io);
         let Some(c) = self.doorbells.check.as_mut() else {
             debug_assert!(false, "decode of a receive check that is not running");
-            self.stats.lookup_misses += 1;
+            self.stats.bookkeeping_misses += 1;
             return;
         };
         let repr = match DescriptorRepr::parse(&c.bytes[..]) {
@@ -187,7 +187,7 @@ impl Engine {
                 false,
                 "buffer translation for a receive check that is not running"
             );
-            self.stats.lookup_misses += 1;
+            self.stats.bookkeeping_misses += 1;
             return;
         };
         match result {

@@ -92,7 +92,7 @@ impl Engine {
             }
         };
         let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
-            return;
+            return self.bookkeeping_miss("receive descriptor of a translation");
         };
         let len = if rest {
             descriptor_len(ControlSegment::new_unchecked(&d.bytes[..]).seg_count()) as u64
@@ -136,11 +136,11 @@ impl Engine {
         }
         let (msg, n) = match self.recv.msgs.get(&id) {
             Some(m) => (m.msg, m.vi),
-            None => return,
+            None => return self.bookkeeping_miss("receive message of a descriptor read"),
         };
         let ptag = self.vis.ptag(n);
         let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
-            return;
+            return self.bookkeeping_miss("receive descriptor of a read");
         };
         d.bytes.extend_from_slice(&done.data);
         let need = descriptor_len(ControlSegment::new_unchecked(&d.bytes[..]).seg_count()) as u64;
@@ -173,11 +173,11 @@ impl Engine {
         }
         self.recv_span("recv descriptor decode", io);
         let Some(m) = self.recv.msgs.get_mut(&id) else {
-            return;
+            return self.bookkeeping_miss("receive message of a descriptor decode");
         };
         let (n, msg, op, len) = (m.vi, m.msg, m.op, m.len);
         let Some(d) = m.desc.as_mut() else {
-            return;
+            return self.bookkeeping_miss("receive descriptor of a decode");
         };
         let repr = match DescriptorRepr::parse(&d.bytes[..]) {
             Ok(r) if r.validate(WorkQueue::Receive).is_ok() => r,
@@ -242,7 +242,7 @@ impl Engine {
             return;
         }
         let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
-            return;
+            return self.bookkeeping_miss("receive descriptor of a buffer translation");
         };
         match result {
             Ok(p) => {
@@ -261,7 +261,7 @@ impl Engine {
     fn recv_buffers_ready(&mut self, id: RxId, io: &mut Io, ram: &mut BufferRam) {
         self.recv_span("recv buffer translate", io);
         let Some(d) = self.recv.msgs.get_mut(&id).and_then(|m| m.desc.as_mut()) else {
-            return;
+            return self.bookkeeping_miss("receive descriptor whose buffers were translated");
         };
         if d.status.is_error() {
             let local = d.status;

@@ -56,7 +56,7 @@ pub struct EngineStats {
     /// unreadable).
     pub recv_post_refused: u64,
     /// Bookkeeping lookups that missed (a bug; debug builds assert).
-    pub lookup_misses: u64,
+    pub bookkeeping_misses: u64,
     /// DMA jobs that ended in a bus error.
     pub dma_failures: u64,
     /// Receive chunks whose bytes could not be read from the buffer RAM (dropped, their

@@ -124,7 +124,7 @@ impl Engine {
         ram: &mut BufferRam,
     ) {
         let Some(s) = self.send.ctxs.get_mut(&id) else {
-            return;
+            return self.bookkeeping_miss("send context of a descriptor translation");
         };
         span(io, s.msg, "descriptor translate", &mut s.mark);
         let pieces = match result {
@@ -167,7 +167,7 @@ impl Engine {
         ram: &mut BufferRam,
     ) {
         let Some(s) = self.send.ctxs.get_mut(&id) else {
-            return;
+            return self.bookkeeping_miss("send context of a descriptor read");
         };
         span(io, s.msg, "descriptor DMA read", &mut s.mark);
         if done.status != pci_model::DmaStatus::Ok {

@@ -19,10 +19,10 @@ impl Engine {
     pub(crate) fn send_decoded(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
         let ptag = match self.send.ctxs.get(&id) {
             Some(s) => self.vis.ptag(s.vi),
-            None => return,
+            None => return self.bookkeeping_miss("send context of a descriptor decode"),
         };
         let Some(s) = self.send.ctxs.get_mut(&id) else {
-            return;
+            return self.bookkeeping_miss("send context of a descriptor decode");
         };
         span(io, s.msg, "descriptor decode", &mut s.mark);
         let desc = match DescriptorRepr::parse(&s.desc_bytes[..]) {
@@ -89,7 +89,7 @@ impl Engine {
         ram: &mut BufferRam,
     ) {
         let Some(s) = self.send.ctxs.get_mut(&id) else {
-            return;
+            return self.bookkeeping_miss("send context of a buffer translation");
         };
         match result {
             Ok(p) => {
@@ -107,7 +107,7 @@ impl Engine {
 
     fn send_buffers_translated(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
         let Some(s) = self.send.ctxs.get_mut(&id) else {
-            return;
+            return self.bookkeeping_miss("send context whose buffers were translated");
         };
         span(io, s.msg, "buffer translate", &mut s.mark);
         if s.status.is_error() {

@@ -117,7 +117,7 @@ impl Engine {
         let (mac, dst) = (self.params.mac, self.slot_addr(i));
         let n = self.send.tx.slots.len();
         let Some(s) = self.send.ctxs.get_mut(&id) else {
-            return;
+            return self.bookkeeping_miss("send context given a TX slot");
         };
         let Some(vi) = self.vis.get_mut(s.vi) else {
             return;
