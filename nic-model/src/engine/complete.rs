@@ -36,6 +36,7 @@ impl Engine {
     /// Checks whether send context `id` has finished sending (and, reliable, has its
     /// acknowledgement); if so it becomes ready to complete.
     pub(crate) fn send_progress(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
+        // May miss: the send was flushed and removed (its VI left `connected`) while this event was under way.
         let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
@@ -56,6 +57,7 @@ impl Engine {
 
     /// Send context `id` may complete once the earlier ones of its VI have.
     pub(crate) fn send_ready(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
+        // May miss: as in `send_progress`, a send flushed and removed meanwhile.
         let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
@@ -83,6 +85,7 @@ impl Engine {
     /// Writes the status of the ready sends at the head of VI `vi`'s order.
     fn complete_in_order(&mut self, vi: u16, io: &mut Io) {
         loop {
+            // Not a miss: the VI's completion order is empty (or the VI is gone): nothing more to complete.
             let Some(&id) = self.vis.get(vi).and_then(|v| v.send_order.front()) else {
                 return;
             };
@@ -236,6 +239,7 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
+        // May miss: the VI was destroyed while the Ack travelled (network input).
         let Some(v) = self.vis.get(vi) else {
             return;
         };

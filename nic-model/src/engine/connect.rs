@@ -175,6 +175,7 @@ impl Engine {
     /// Offers request `p` to listening VI `n`: accept, or reject on a reliability
     /// mismatch (the VI keeps listening).
     fn offer(&mut self, n: u16, p: PendingConnect, io: &mut Io, ram: &mut BufferRam) {
+        // May miss: the VI was destroyed while the request waited.
         let Some(v) = self.vis.get_mut(n) else {
             return;
         };
@@ -277,6 +278,7 @@ impl Engine {
         io: &mut Io,
         ram: &mut gige_mac::BufferRam,
     ) {
+        // May miss: the VI was destroyed meanwhile.
         let Some(vi) = self.vis.get_mut(n) else {
             return;
         };

@@ -52,6 +52,7 @@ impl Engine {
             return;
         }
         let raw = *rec;
+        // Not a lookup: the staged record is always 16 bytes, so the parse cannot fail.
         let Ok(repr) = DoorbellRepr::parse(&Doorbell::new_unchecked(&raw[..])) else {
             return;
         };

@@ -272,8 +272,7 @@ impl Engine {
             PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, io),
             PciMsg::DmaDone(done) => {
                 let Some(purpose) = self.outstanding.take_dma(DmaTag(done.tag)) else {
-                    tracing::warn!(target: "nic::tx", tag = done.tag, "completion of an unknown DMA job");
-                    return;
+                    return self.bookkeeping_miss("DMA job of a completion");
                 };
                 match purpose {
                     DmaFor::SendDesc { send, rest } => {
@@ -305,8 +304,7 @@ impl Engine {
         match msg {
             NicMsg::AttTranslated { req, result } => {
                 let Some(purpose) = self.outstanding.take_att(req) else {
-                    tracing::warn!(target: "nic::tx", ?req, "answer to an unknown translation");
-                    return;
+                    return self.bookkeeping_miss("translation of an ATT answer");
                 };
                 match purpose {
                     AttFor::SendDesc { send, rest } => {

@@ -210,7 +210,7 @@ impl Engine {
     /// status), `None` unreadable (dropped, counted). The dispatcher is free again.
     fn recv_check_done(&mut self, verdict: Option<Status>, io: &mut Io, ram: &mut BufferRam) {
         let Some(c) = self.doorbells.check.take() else {
-            return;
+            return self.bookkeeping_miss("receive check that ended");
         };
         self.doorbells.taken(c.entry.vi);
         self.doorbells.fsm.set(DoorbellState::Idle, io);

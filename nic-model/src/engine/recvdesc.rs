@@ -49,6 +49,7 @@ impl Engine {
 
     /// The receive descriptor of the frame in the front end failed.
     fn recv_desc_failed(&mut self, local: Option<Status>, io: &mut Io, ram: &mut BufferRam) {
+        // May miss: the frame in the front end was released meanwhile (its message abandoned).
         let Some(h) = self.recv.front.cur.as_ref().and_then(|w| w.hdr) else {
             return;
         };

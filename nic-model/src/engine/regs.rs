@@ -140,6 +140,7 @@ impl Engine {
     pub(crate) fn target_read(&mut self, tag: u64, addr: u64, len: u64, io: &mut Io) {
         self.stats.reg_reads += 1;
         let base = self.params.bar0_base;
+        // Not a lookup: an access outside BAR0 is the bus's input, answered with target abort.
         let Some(off) = addr.checked_sub(base).filter(|&o| o < bar::BAR0_SIZE) else {
             io.to_bus(Cycles(1), PciMsg::TargetAbort { tag });
             return;

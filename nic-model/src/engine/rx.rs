@@ -43,6 +43,7 @@ impl Engine {
         if self.recv.front.cur.is_some() {
             return;
         }
+        // Not a miss: no frame waits; the front end goes idle.
         let Some(frame) = self.recv.front.queue.pop_front() else {
             self.recv.front.fsm.set(RxState::Idle, io);
             return;
@@ -74,6 +75,7 @@ impl Engine {
 
     /// The header of the frame in the front end has been read and compared.
     pub(crate) fn header_checked(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        // May miss: the frame in the front end was released meanwhile (its message abandoned).
         let Some(w) = self.recv.front.cur.as_mut() else {
             return;
         };

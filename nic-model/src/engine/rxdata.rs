@@ -60,6 +60,7 @@ impl Engine {
             self.rx_release(io);
             return;
         }
+        // May miss: the VI was destroyed while the frame waited.
         let Some(vi) = self.vis.get_mut(n) else {
             return;
         };
@@ -144,6 +145,7 @@ impl Engine {
                 }
             }
         };
+        // May miss: the message was failed and removed while this frame waited.
         let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
@@ -325,12 +327,14 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
+        // May miss: the frame in the front end was released meanwhile.
         let Some(id) = self.recv.front.cur.as_ref().and_then(|w| w.target) else {
             return;
         };
         if self.rx_abandoned(id, io) {
             return;
         }
+        // May miss: the frame in the front end was released meanwhile.
         let Some(w) = self.recv.front.cur.as_mut() else {
             return;
         };
@@ -357,6 +361,7 @@ impl Engine {
 
     /// An RDMA write was refused (by the VI or the ATT): no byte is written.
     fn remote_refused(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        // May miss: the frame in the front end was released meanwhile.
         let Some(h) = self.recv.front.cur.as_ref().and_then(|w| w.hdr) else {
             return;
         };

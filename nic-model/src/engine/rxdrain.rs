@@ -44,6 +44,7 @@ impl Engine {
         if self.recv.front.fsm.state() != RxState::Drain {
             return;
         }
+        // May miss: the frame in the front end was released meanwhile.
         let Some(w) = self.recv.front.cur.as_mut() else {
             return;
         };
@@ -152,6 +153,7 @@ impl Engine {
 
     /// Every chunk of the frame in the front end is in the Recv FIFO: release its slot.
     pub(crate) fn rx_frame_done(&mut self, io: &mut Io, _ram: &mut BufferRam) {
+        // May miss: the frame in the front end was released meanwhile.
         let Some(w) = self.recv.front.cur.as_mut() else {
             return;
         };
@@ -205,6 +207,7 @@ impl Engine {
 
     /// Completes message `id` once it is drained and its writes are done.
     pub(crate) fn rx_check_complete(&mut self, id: RxId, io: &mut Io) {
+        // May miss: the message completed or failed and was removed; a later call is a no-op.
         let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
@@ -231,9 +234,11 @@ impl Engine {
         if reliable {
             self.send_ack(n, seq, Status::empty(), msg, io);
         }
+        // May miss: the message was removed meanwhile (failed, its VI gone).
         let Some(m) = self.recv.msgs.get(&id) else {
             return;
         };
+        // May miss: an RDMA write has no receive descriptor; the message is done.
         let Some(d) = m.desc.as_ref() else {
             self.recv.msgs.remove(&id);
             return;

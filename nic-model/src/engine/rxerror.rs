@@ -33,6 +33,7 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
+        // May miss: the VI was destroyed while the frame travelled.
         let Some(vi) = self.vis.get_mut(n) else {
             return;
         };
@@ -57,6 +58,7 @@ impl Engine {
 
     /// Message `id` failed: its receive descriptor (if fetched) completes with `local`.
     pub(crate) fn fail_message(&mut self, id: RxId, local: Status, io: &mut Io) {
+        // May miss: the message was already completed and removed.
         let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
@@ -97,6 +99,7 @@ impl Engine {
     /// Abandons the message VI `n` is receiving (a new message started, or the VI left
     /// `connected`).
     pub(crate) fn abandon_rx(&mut self, n: u16, status: Status, io: &mut Io) {
+        // Not a miss: the VI receives no message right now.
         let Some(id) = self.vis.get_mut(n).and_then(|v| v.rx_cur.take()) else {
             return;
         };
@@ -105,6 +108,7 @@ impl Engine {
 
     /// Queues an Ack (`status` empty) or Nak for fragment `seq` to VI `n`'s peer.
     pub(crate) fn send_ack(&mut self, n: u16, seq: u32, status: Status, msg: MsgId, io: &mut Io) {
+        // May miss: the VI was destroyed meanwhile; no Ack goes out.
         let Some(v) = self.vis.get_mut(n) else {
             return;
         };

@@ -50,6 +50,7 @@ impl Engine {
         _ram: &mut BufferRam,
     ) {
         let id = self.send.new_id();
+        // May miss: the window's VI does not exist (counted at dispatch, `doorbell_no_vi`).
         let Some(vi) = self.vis.get_mut(e.vi) else {
             return;
         };

@@ -105,6 +105,7 @@ impl Engine {
             .find(|(_, s)| eligible(s))
             .or_else(|| self.send.ctxs.iter().find(|(_, s)| eligible(s)))
             .map(|(&id, _)| id);
+        // Not a miss: no send wants a TX slot now.
         let Some(id) = pick else {
             return false;
         };
@@ -119,6 +120,7 @@ impl Engine {
         let Some(s) = self.send.ctxs.get_mut(&id) else {
             return self.bookkeeping_miss("send context given a TX slot");
         };
+        // May miss: the send's VI was destroyed meanwhile.
         let Some(vi) = self.vis.get_mut(s.vi) else {
             return;
         };

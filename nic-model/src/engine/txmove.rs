@@ -19,6 +19,7 @@ impl Engine {
     /// Issues the next payload DMA of the fragment being fetched, if the Send FIFO has
     /// room for it.
     pub(crate) fn pump_fetch(&mut self, io: &mut Io) -> bool {
+        // Not a miss: no fragment is being fetched.
         let Some(f) = self.send.tx.fetch else {
             return false;
         };
@@ -185,6 +186,7 @@ impl Engine {
         loop {
             let i = self.send.tx.next_handoff;
             let addr = self.slot_addr(i);
+            // Not a miss: the next slot in ring order holds no fragment to hand over.
             let Some(s) = self.send.tx.slots.get_mut(i).and_then(Option::as_mut) else {
                 return;
             };
