@@ -23,7 +23,7 @@ use super::ids::{JobId, SendId};
 use super::io::{span, span_to, Io};
 use super::unit::completion::{completed_op, JobKind, StatusJob};
 use super::unit::outstanding::{pages_for, AttFor, DmaFor};
-use super::unit::send::{SendPhase, STATUS_OFFSET};
+use super::unit::send::{SendStage, STATUS_OFFSET};
 use super::unit::vi::ViState;
 use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
@@ -40,29 +40,45 @@ impl Engine {
         let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
-        let in_data = matches!(s.phase.state(), SendPhase::Data | SendPhase::Completing);
-        if s.ready || s.desc.is_none() || !in_data {
-            return;
-        }
-        let all_out = s.transmitted >= s.assigned && (s.assigned >= s.frags || s.aborted);
-        if !all_out {
-            return;
-        }
-        if s.reliable && !s.aborted && !s.acked && !s.status.is_error() {
-            s.phase.set(SendPhase::Completing, io);
-            return;
+        match s.stage() {
+            SendStage::Sending { cut, acked } => {
+                let all_out = s.transmitted >= s.assigned && (s.assigned >= s.frags || cut);
+                if !all_out {
+                    return;
+                }
+                if s.reliable && !cut && !acked && !s.status.is_error() {
+                    s.set_stage(SendStage::AwaitAck, io);
+                    return;
+                }
+            }
+            // A Nak or a flush (an error bit) ends the wait; the Ack of the last
+            // fragment ends it in `ack_received`.
+            SendStage::AwaitAck => {
+                if !s.status.is_error() {
+                    return;
+                }
+            }
+            // Not there yet (the front end finishes on its own) or already done.
+            SendStage::Front { .. } | SendStage::AwaitTurn { .. } | SendStage::StatusWrite => {
+                return
+            }
         }
         self.send_ready(id, io, ram);
     }
 
     /// Send context `id` may complete once the earlier ones of its VI have.
     pub(crate) fn send_ready(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
+        self.send_done(id, true, io, ram);
+    }
+
+    /// Send context `id` is done (`reachable`: its status can be written) and waits for
+    /// the earlier ones of its VI.
+    fn send_done(&mut self, id: SendId, reachable: bool, io: &mut Io, ram: &mut BufferRam) {
         // May miss: as in `send_progress`, a send flushed and removed meanwhile.
         let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
         };
-        s.ready = true;
-        s.phase.set(SendPhase::Completing, io);
+        s.set_stage(SendStage::AwaitTurn { reachable }, io);
         let vi = s.vi;
         if let Some(v) = self.vis.get_mut(vi) {
             if v.tx_active == Some(id) {
@@ -76,10 +92,7 @@ impl Engine {
     /// Send context `id` cannot be completed: its descriptor is unreachable.
     pub(crate) fn send_unreachable(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
         self.stats.descriptors_unreachable += 1;
-        if let Some(s) = self.send.ctxs.get_mut(&id) {
-            s.unreachable = true;
-        }
-        self.send_ready(id, io, ram);
+        self.send_done(id, false, io, ram);
     }
 
     /// Writes the status of the ready sends at the head of VI `vi`'s order.
@@ -95,18 +108,18 @@ impl Engine {
                 }
                 continue;
             };
-            if !s.ready {
+            let SendStage::AwaitTurn { reachable } = s.stage() else {
                 return;
-            }
+            };
             if let Some(v) = self.vis.get_mut(vi) {
                 v.send_order.pop_front();
             }
-            if s.unreachable {
+            if !reachable {
                 self.send.ctxs.remove(&id);
                 continue;
             }
             span(io, s.msg, "completion order wait", &mut s.mark);
-            s.phase.set(SendPhase::StatusWrite, io);
+            s.set_stage(SendStage::StatusWrite, io);
             let status = (Status::DONE | s.status).with_completed_op(completed_op(s.op));
             let job = StatusJob {
                 msg: s.msg,
@@ -244,18 +257,17 @@ impl Engine {
             return;
         };
         let found = v.send_order.iter().copied().find(|id| {
-            self.send.ctxs.get(id).is_some_and(|s| {
-                s.assigned > 0
-                    && !s.ready
-                    && seq >= s.first_seq
-                    && s.last_seq.is_none_or(|l| seq <= l)
-            })
+            self.send
+                .ctxs
+                .get(id)
+                .is_some_and(|s| s.awaits_ack_for(seq))
         });
         let Some(id) = found else {
             tracing::warn!(target: "nic::tx", vi, seq, "ack for no message in flight");
             return;
         };
         let nak = status.errors().is_error();
+        let mut wait_over = false;
         if let Some(s) = self.send.ctxs.get_mut(&id) {
             // The wait ends when the ack frame arrives; its header check follows under
             // the same trace id (recorded by the receive front end).
@@ -263,9 +275,9 @@ impl Engine {
             s.mark = s.mark.max(io.now());
             if nak {
                 s.status |= status.errors();
-                s.aborted = true;
+                s.cut();
             } else if s.last_seq == Some(seq) {
-                s.acked = true;
+                wait_over = s.ack_last();
             }
         }
         if nak {
@@ -274,6 +286,8 @@ impl Engine {
             }
             self.send_progress(id, io, ram);
             self.set_vi_state(vi, ViState::Error, io, ram);
+        } else if wait_over {
+            self.send_ready(id, io, ram);
         } else {
             self.send_progress(id, io, ram);
         }
@@ -293,14 +307,13 @@ impl Engine {
             let Some(s) = self.send.ctxs.get_mut(&id) else {
                 continue;
             };
-            if s.ready {
+            if s.is_ready() {
                 continue;
             }
             if !s.status.is_error() {
                 s.status |= Status::FLUSHED;
             }
-            s.flush = true;
-            s.aborted = s.aborted || s.desc.is_some();
+            s.flush();
         }
         let ids: Vec<SendId> = self
             .vis

@@ -56,7 +56,7 @@ impl Engine {
 
     /// `VI_CMD` was written.
     pub(crate) fn vi_command(&mut self, cmd: ViCmd, io: &mut Io, ram: &mut BufferRam) {
-        self.regs.vi_cmd_seq += 1;
+        self.regs.vi_cmd_seq = self.regs.vi_cmd_seq.next();
         let seq = self.regs.vi_cmd_seq;
         let sel = u16::try_from(self.regs.vi_sel)
             .ok()

@@ -49,6 +49,13 @@ id_type!(
     "dma#"
 );
 id_type!(
+    /// A VI command written to `VI_CMD` (its asynchronous result names the command it
+    /// answers: the registers unit counts them, the VI table keeps the one a connect
+    /// waits on).
+    ViCmdSeq,
+    "cmd#"
+);
+id_type!(
     /// Generation of a word mover's scheduled wake-up (older ones are stale).
     MoverGen,
     "gen#"

@@ -203,7 +203,7 @@ impl Engine {
 
     /// A fresh trace id.
     pub(crate) fn new_msg(&mut self) -> MsgId {
-        let id = MsgId(self.params.msg_id_base.saturating_add(self.next_msg));
+        let id = MsgId(self.params.msg_id_base.0.saturating_add(self.next_msg));
         self.next_msg += 1;
         id
     }

@@ -9,7 +9,7 @@
 //! latency later. A 32-bit word path is the paper's ("one word per clock").
 
 use gige_mac::BufferError;
-use sim_kernel::{ComponentId, Cycles};
+use sim_kernel::{ComponentId, Cycles, MsgId};
 use via_abi::bar;
 use via_abi::MacAddr;
 
@@ -113,7 +113,7 @@ pub struct EngineParams {
     pub max_pending_connects: usize,
     /// First trace id this card hands out; give each card of a system a disjoint range.
     /// Default 1; setting.
-    pub msg_id_base: u64,
+    pub msg_id_base: MsgId,
     /// How the word movers are stepped (no effect on results). Default batched; setting.
     pub stepping: WordStepping,
 }
@@ -142,7 +142,7 @@ impl Default for EngineParams {
             dma_chunk_bytes: 512,
             max_region_pages: 65_536,
             max_pending_connects: 8,
-            msg_id_base: 1,
+            msg_id_base: MsgId(1),
             stepping: WordStepping::Batched,
         }
     }

@@ -26,7 +26,7 @@ impl Engine {
     /// Whether message `id` is gone or failed meanwhile (e.g. the host disconnected its
     /// VI): then the frame waiting for it in the front end is dropped.
     pub(crate) fn rx_abandoned(&mut self, id: RxId, io: &mut Io) -> bool {
-        if self.recv.msgs.get(&id).is_some_and(|m| !m.failed) {
+        if self.recv.msgs.get(&id).is_some_and(|m| !m.is_failed()) {
             return false;
         }
         if self

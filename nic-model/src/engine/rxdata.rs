@@ -28,7 +28,7 @@
 
 use super::io::{span, Io};
 use super::unit::outstanding::{pages_for, AttFor};
-use super::unit::recv::{Chunk, RecvDesc, RxMessage, RxState};
+use super::unit::recv::{Chunk, RecvDesc, RxMessage, RxStage, RxState};
 use super::unit::send::DESC_HEAD;
 use super::unit::vi::PostedRecv;
 use super::{Engine, EngineWake};
@@ -105,14 +105,11 @@ impl Engine {
                         .contains(WireFlags::IMMEDIATE)
                         .then_some(h.immediate),
                     desc: None,
-                    failed: false,
-                    last_seen: false,
-                    drained: false,
+                    stage: RxStage::Receiving { last_seen: false },
                     outstanding: 0,
                     last_seq: h.seq,
                     reliable,
                     mark: io.now(),
-                    completed: false,
                 },
             );
             if let Some(vi) = self.vis.get_mut(n) {
@@ -149,7 +146,7 @@ impl Engine {
         let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
-        if m.failed {
+        if m.is_failed() {
             if let Some(vi) = self.vis.get_mut(n) {
                 vi.counters.rx_dropped_after_error += 1;
                 if last {
@@ -162,7 +159,7 @@ impl Engine {
         }
         m.next_off += u64::from(h.frag_len);
         m.last_seq = h.seq;
-        m.last_seen = last;
+        m.frame_taken(last);
         if let Some(w) = self.recv.front.cur.as_mut() {
             w.target = Some(id);
         }
@@ -184,7 +181,7 @@ impl Engine {
             self.rx_release(io);
             return;
         };
-        if m.failed {
+        if m.is_failed() {
             self.rx_release(io);
             return;
         }

@@ -16,7 +16,7 @@ use super::ids::{MoverGen, RxId};
 use super::io::{span, Io};
 use super::unit::completion::{JobKind, StatusJob};
 use super::unit::outstanding::DmaFor;
-use super::unit::recv::{Chunk, RxRun, RxState};
+use super::unit::recv::{Chunk, RxRun, RxStage, RxState};
 use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
 use pci_model::{DmaDone, DmaStatus};
@@ -126,7 +126,7 @@ impl Engine {
                     tracing::error!(target: "nic::rx", src = r.src, len = r.len, "buffer RAM read failed: chunk dropped, message failed");
                     self.recv.front.fifo.release(r.len);
                     if let Some(m) = self.recv.msgs.get_mut(&r.msg) {
-                        m.failed = true;
+                        m.fail();
                     }
                     self.rx_check_complete(r.msg, io);
                     self.recv.front.mover.start_next(now, period);
@@ -161,8 +161,8 @@ impl Engine {
         if let Some(id) = w.target {
             let now = io.now();
             if let Some(m) = self.recv.msgs.get_mut(&id) {
-                if m.last_seen {
-                    m.drained = true;
+                if m.last_seen() {
+                    m.drained();
                     m.mark = now;
                     let n = m.vi;
                     if let Some(v) = self.vis.get_mut(n) {
@@ -198,7 +198,7 @@ impl Engine {
                 }
             } else {
                 self.stats.dma_failures += 1;
-                m.failed = true;
+                m.fail();
             }
         }
         self.rx_check_complete(id, io);
@@ -211,10 +211,10 @@ impl Engine {
         let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
-        if m.outstanding > 0 || m.completed {
+        if m.outstanding > 0 || m.is_settled() {
             return;
         }
-        if m.failed {
+        if m.is_failed() {
             let n = m.vi;
             let current = self.vis.get(n).is_some_and(|v| v.rx_cur == Some(id));
             if !current {
@@ -222,10 +222,10 @@ impl Engine {
             }
             return;
         }
-        if !m.drained {
+        if m.stage != RxStage::Drained {
             return;
         }
-        m.completed = true;
+        m.stage = RxStage::Completed;
         span(io, m.msg, "payload DMA write", &mut m.mark);
         let (n, msg, seq, reliable, mark) = (m.vi, m.msg, m.last_seq, m.reliable, m.mark);
         if let Some(v) = self.vis.get_mut(n) {

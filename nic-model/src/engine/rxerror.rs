@@ -62,10 +62,9 @@ impl Engine {
         let Some(m) = self.recv.msgs.get_mut(&id) else {
             return;
         };
-        if m.failed {
+        if m.fail() {
             return;
         }
-        m.failed = true;
         let n = m.vi;
         let op = if m.op == WireOp::RdmaWrite {
             CompletedOp::RemoteRdmaWrite
@@ -90,7 +89,7 @@ impl Engine {
             )
         });
         if let Some((job, pieces)) = job {
-            m.completed = true;
+            m.status_issued();
             self.write_status(job, &pieces, STATUS_OFFSET - 4, io);
         }
         self.rx_check_complete(id, io);

@@ -29,15 +29,15 @@ use super::ids::SendId;
 use super::io::{span, Io};
 use super::unit::doorbell::Entry;
 use super::unit::outstanding::{pages_for, AttFor, DmaFor};
-use super::unit::send::{SendCtx, SendPhase, DESC_HEAD};
+use super::unit::send::{FrontStep, SendCtx, SendStart, DESC_HEAD};
 use super::unit::vi::ViState;
 use super::{Engine, EngineWake};
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
 use pci_model::DmaDone;
-use sim_kernel::{Fsm, Time};
+use sim_kernel::Time;
 use via_abi::descriptor::{descriptor_len, is_descriptor_aligned};
-use via_abi::{Op, Status};
+use via_abi::Status;
 
 impl Engine {
     /// A send doorbell was dispatched: take the descriptor into processing.
@@ -63,42 +63,23 @@ impl Engine {
             status |= Status::FORMAT_ERROR;
         }
         self.stats.sends_started += 1;
-        let mut phase = Fsm::new("tx", SendPhase::DescTranslate);
-        phase.set(SendPhase::DescTranslate, io);
-        self.send.ctxs.insert(
-            id,
-            SendCtx {
+        let ctx = SendCtx::new(
+            SendStart {
                 id,
                 msg: e.msg,
                 vi: e.vi,
                 desc_va: e.rec.desc_va,
                 desc_handle: e.rec.desc_handle,
-                phase,
                 mark,
-                desc_pieces: Vec::new(),
-                desc_bytes: Vec::new(),
-                desc: None,
-                seg_pieces: Vec::new(),
-                translating: 0,
                 status,
-                flush,
-                op: Op::SendRecv,
-                len: 0,
-                frags: 0,
-                assigned: 0,
-                transmitted: 0,
-                first_seq: 0,
-                last_seq: None,
-                aborted: false,
-                acked: false,
-                ready: false,
-                unreachable: false,
+                flushed: flush,
                 reliable,
                 peer_mac,
                 peer_vi,
-                frag_mark: mark,
             },
+            io,
         );
+        self.send.ctxs.insert(id, ctx);
         tracing::debug!(target: "nic::tx", id = %id, vi = e.vi, va = e.rec.desc_va, "send descriptor");
         self.outstanding.translate(
             io,
@@ -148,7 +129,7 @@ impl Engine {
             s.desc_pieces.clone_from(&pieces);
             DESC_HEAD
         };
-        s.phase.set(SendPhase::DescRead, io);
+        s.set_front(FrontStep::DescRead, io);
         match pages_for(&pieces, 0, len) {
             Some(pages) => {
                 self.outstanding
@@ -184,7 +165,7 @@ impl Engine {
         s.desc_bytes.extend_from_slice(&done.data);
         let need = descriptor_len(s.seg_count()) as u64;
         if !rest && need > DESC_HEAD {
-            s.phase.set(SendPhase::DescTranslate, io);
+            s.set_front(FrontStep::DescTranslate, io);
             let (msg, handle, va, vi) = (s.msg, s.desc_handle, s.desc_va, s.vi);
             let ptag = self.vis.ptag(vi);
             self.outstanding.translate(
@@ -202,7 +183,7 @@ impl Engine {
             );
             return;
         }
-        s.phase.set(SendPhase::Decode, io);
+        s.set_front(FrontStep::Decode, io);
         io.wake_after(
             self.params
                 .descriptor_decode_cycles

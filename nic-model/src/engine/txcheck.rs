@@ -7,7 +7,7 @@
 use super::ids::SendId;
 use super::io::{span, Io};
 use super::unit::outstanding::AttFor;
-use super::unit::send::SendPhase;
+use super::unit::send::{FrontStep, SendStage};
 use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
@@ -39,7 +39,7 @@ impl Engine {
         if desc.control.op() == Op::RdmaRead {
             s.status |= Status::FORMAT_ERROR;
         }
-        if s.flush {
+        if s.flushed_in_front() {
             s.status |= Status::FLUSHED;
         }
         s.op = desc.control.op();
@@ -58,7 +58,7 @@ impl Engine {
             self.send_ready(id, io, ram);
             return;
         }
-        s.phase.set(SendPhase::BufTranslate, io);
+        s.set_front(FrontStep::BufTranslate, io);
         s.translating = segs.len();
         let msg = s.msg;
         if segs.is_empty() {
@@ -114,7 +114,15 @@ impl Engine {
             self.send_ready(id, io, ram);
             return;
         }
-        s.phase.set(SendPhase::Data, io);
+        // A flushed send carries DESCRIPTOR_FLUSHED, an error: it never gets here.
+        debug_assert!(!s.flushed_in_front(), "a flushed send reached its data");
+        s.set_stage(
+            SendStage::Sending {
+                cut: false,
+                acked: false,
+            },
+            io,
+        );
         s.frag_mark = s.mark;
         self.tx_pump(io, ram);
     }

@@ -31,7 +31,7 @@ use super::fifo::Run;
 use super::frame::headers;
 use super::ids::SendId;
 use super::io::{span, Io};
-use super::unit::send::{Fetch, SendCtx, SendPhase, SlotKind, TxRun, TxSlot};
+use super::unit::send::{Fetch, SendCtx, SlotKind, TxRun, TxSlot};
 use super::Engine;
 use gige_mac::BufferRam;
 use sim_kernel::Time;
@@ -95,8 +95,7 @@ impl Engine {
         if self.send.tx.fetch.is_some() {
             return false;
         }
-        let eligible =
-            |s: &SendCtx| s.phase.state() == SendPhase::Data && !s.aborted && s.assigned < s.frags;
+        let eligible = |s: &SendCtx| s.wants_slot();
         let rr = self.send.tx.rr;
         let pick = self
             .send

@@ -107,7 +107,7 @@ impl Engine {
             if let SlotKind::Data { send: id } = s.kind {
                 if let Some(c) = self.send.ctxs.get_mut(&id) {
                     c.status |= Status::PROTECTION_ERROR;
-                    c.aborted = true;
+                    c.cut();
                 }
             }
         }
@@ -244,7 +244,7 @@ impl Engine {
                 c.transmitted += 1;
                 if !ok {
                     c.status |= Status::TRANSPORT_ERROR;
-                    c.aborted = true;
+                    c.cut();
                 }
                 if c.transmitted >= c.assigned {
                     c.mark = c.mark.max(io.now());

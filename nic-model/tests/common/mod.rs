@@ -265,7 +265,7 @@ impl Sys {
             let mut ep = cfg.engine.clone();
             ep.bar0_base = BAR;
             ep.mac = mac(i);
-            ep.msg_id_base = 1 + (i as u64) * (1 << 40);
+            ep.msg_id_base = sim_kernel::MsgId(1 + (i as u64) * (1 << 40));
             let ports = EnginePorts {
                 bus: ids.bus,
                 dma: ids.dma,

@@ -179,7 +179,7 @@ impl System {
             // System bus: host bridge, the card's DMA master, the card's BAR0 target.
             let engine_params = EngineParams {
                 mac,
-                msg_id_base: (n as u64) << 40,
+                msg_id_base: sim_kernel::MsgId((n as u64) << 40),
                 doorbell_decode_cycles: Cycles(u64::from(ec.doorbell_decode_cycles)),
                 descriptor_decode_cycles: Cycles(u64::from(ec.descriptor_decode_cycles)),
                 check_recv_on_post: ec.check_recv_on_post,

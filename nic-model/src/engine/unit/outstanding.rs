@@ -59,7 +59,7 @@ pub(crate) enum DmaFor {
 /// The outstanding requests (see the module doc).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Outstanding {
-    next_req: u64,
+    next_req: ReqId,
     next_dma: DmaTag,
     att_wait: BTreeMap<ReqId, AttFor>,
     dma_wait: BTreeMap<DmaTag, DmaFor>,
@@ -69,8 +69,8 @@ impl Outstanding {
     /// A fresh request id for the ATT manager (translations and the registration
     /// mailbox share one counter).
     pub(crate) fn new_req(&mut self) -> ReqId {
-        self.next_req += 1;
-        ReqId(self.next_req)
+        self.next_req = ReqId(self.next_req.0 + 1);
+        self.next_req
     }
 
     /// What translation `req` was for, taking it out (`None`: no such request).

@@ -115,14 +115,102 @@ pub(crate) struct RxMessage {
     pub next_off: u64,
     pub immediate: Option<u32>,
     pub desc: Option<RecvDesc>,
-    pub failed: bool,
-    pub last_seen: bool,
-    pub drained: bool,
+    /// Where the message is (each stage carries what only it needs).
+    pub stage: RxStage,
+    /// Payload DMA writes outstanding.
     pub outstanding: u32,
     pub last_seq: u32,
     pub reliable: bool,
     pub mark: Time,
-    pub completed: bool,
+}
+
+/// Where a message being received is. A failed message keeps whether its last frame
+/// was seen (that frame's drain still ends the VI's current message) and whether its
+/// error status was already issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RxStage {
+    /// Frames arriving; `last_seen`: the last fragment's header was taken.
+    Receiving { last_seen: bool },
+    /// Every frame is in the Recv FIFO; completes when its writes are done.
+    Drained,
+    /// Completed: its status write (and Ack) issued.
+    Completed,
+    /// Failed (an error, abandoned); `status_issued`: its descriptor's status is written
+    /// or the message had completed before it failed.
+    Failed {
+        last_seen: bool,
+        status_issued: bool,
+    },
+}
+
+impl RxMessage {
+    /// Whether it failed.
+    pub fn is_failed(&self) -> bool {
+        matches!(self.stage, RxStage::Failed { .. })
+    }
+
+    /// Whether the last fragment's header was taken.
+    pub fn last_seen(&self) -> bool {
+        match self.stage {
+            RxStage::Receiving { last_seen } | RxStage::Failed { last_seen, .. } => last_seen,
+            RxStage::Drained | RxStage::Completed => true,
+        }
+    }
+
+    /// A frame's header was taken; `last`: it is the message's last fragment.
+    pub fn frame_taken(&mut self, last: bool) {
+        if let RxStage::Receiving { last_seen } = &mut self.stage {
+            *last_seen = last;
+        }
+    }
+
+    /// The last frame is in the Recv FIFO.
+    pub fn drained(&mut self) {
+        if let RxStage::Receiving { last_seen: true } = self.stage {
+            self.stage = RxStage::Drained;
+        }
+    }
+
+    /// Whether nothing more is to be issued for it (completed, or its error status
+    /// issued).
+    pub fn is_settled(&self) -> bool {
+        matches!(
+            self.stage,
+            RxStage::Completed
+                | RxStage::Failed {
+                    status_issued: true,
+                    ..
+                }
+        )
+    }
+
+    /// The message failed (a failed write or read, an error, abandoned). Returns whether
+    /// it had already failed.
+    pub fn fail(&mut self) -> bool {
+        self.stage = match self.stage {
+            RxStage::Failed { .. } => return true,
+            RxStage::Receiving { last_seen } => RxStage::Failed {
+                last_seen,
+                status_issued: false,
+            },
+            RxStage::Drained => RxStage::Failed {
+                last_seen: true,
+                status_issued: false,
+            },
+            RxStage::Completed => RxStage::Failed {
+                last_seen: true,
+                status_issued: true,
+            },
+        };
+        false
+    }
+
+    /// The failed message's error status was issued.
+    pub fn status_issued(&mut self) {
+        if let RxStage::Failed { status_issued, .. } = &mut self.stage {
+            *status_issued = true;
+        }
+    }
 }
 
 /// A chunk of a frame's payload to move and write.
@@ -203,6 +291,74 @@ mod tests {
             msg: RxId::default(),
             read_failed: false,
         }
+    }
+
+    fn message() -> RxMessage {
+        RxMessage {
+            vi: 0,
+            msg: MsgId(1),
+            op: WireOp::Send,
+            len: 8,
+            next_off: 0,
+            immediate: None,
+            desc: None,
+            stage: RxStage::Receiving { last_seen: false },
+            outstanding: 0,
+            last_seq: 0,
+            reliable: false,
+            mark: Time::ZERO,
+        }
+    }
+
+    /// A message is drained only after its last fragment was taken, and completes once.
+    #[test]
+    fn a_message_drains_after_its_last_frame_and_then_completes() {
+        let mut m = message();
+        m.drained();
+        assert_eq!(
+            m.stage,
+            RxStage::Receiving { last_seen: false },
+            "not its last frame"
+        );
+        m.frame_taken(true);
+        assert!(m.last_seen() && !m.is_settled());
+        m.drained();
+        assert_eq!(m.stage, RxStage::Drained);
+        m.stage = RxStage::Completed;
+        assert!(m.is_settled() && m.last_seen() && !m.is_failed());
+    }
+
+    /// Failing keeps what the rest of the engine still needs: whether the last frame was
+    /// seen (its drain ends the VI's current message) and whether a status was issued;
+    /// a second failure says so.
+    #[test]
+    fn a_failure_keeps_the_last_frame_and_whether_a_status_was_issued() {
+        let mut m = message();
+        m.frame_taken(true);
+        assert!(!m.fail());
+        assert_eq!(
+            m.stage,
+            RxStage::Failed {
+                last_seen: true,
+                status_issued: false
+            }
+        );
+        assert!(m.is_failed() && !m.is_settled());
+        m.drained();
+        assert!(m.is_failed(), "a failed message never becomes drained");
+        m.status_issued();
+        assert!(m.is_settled());
+        assert!(m.fail(), "already failed");
+        let mut done = message();
+        done.stage = RxStage::Completed;
+        assert!(!done.fail());
+        assert!(
+            done.is_settled(),
+            "a completed message's status is out already"
+        );
+        let mut early = message();
+        early.fail();
+        assert!(!early.last_seen(), "failed before its last frame");
     }
 
     /// The words a chunk moves come from the buffer RAM, clipped to the chunk.

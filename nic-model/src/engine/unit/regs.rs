@@ -2,6 +2,7 @@
 //! ATT registration mailbox's staging and the VI command registers. Reads and writes are
 //! decoded by the engine's `regs` step file.
 
+use crate::engine::ids::ViCmdSeq;
 use crate::msg::ReqId;
 use via_abi::bar::CmdResult;
 
@@ -25,7 +26,7 @@ pub(crate) struct Regs {
     pub vi_disc: u32,
     pub vi_result: CmdResult,
     /// Sequence number of the last VI command (asynchronous results check it).
-    pub vi_cmd_seq: u64,
+    pub vi_cmd_seq: ViCmdSeq,
 }
 
 impl Default for Regs {
@@ -46,7 +47,7 @@ impl Default for Regs {
             vi_peer_mac_hi: 0,
             vi_disc: 0,
             vi_result: CmdResult::Ok,
-            vi_cmd_seq: 0,
+            vi_cmd_seq: ViCmdSeq::default(),
         }
     }
 }

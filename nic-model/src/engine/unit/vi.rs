@@ -17,7 +17,7 @@
 //! complete with it too.
 
 use super::recv::RecvDesc;
-use crate::engine::ids::{RxId, SendId};
+use crate::engine::ids::{RxId, SendId, ViCmdSeq};
 use crate::engine::stats::{ViCounters, ViInfo};
 use sim_kernel::{Fsm, MsgId, StateName};
 use std::collections::VecDeque;
@@ -98,7 +98,7 @@ pub(crate) struct Vi {
     /// The message being received.
     pub rx_cur: Option<RxId>,
     /// The VI command waiting for this VI's connection (its `VI_RESULT`).
-    pub connect_cmd: Option<u64>,
+    pub connect_cmd: Option<ViCmdSeq>,
     pub counters: ViCounters,
 }
 
