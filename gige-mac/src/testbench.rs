@@ -29,7 +29,7 @@ use pci_model::{
     burst_account, contiguous_pages, BurstAccount, BusParams, BusStats, DmaDirection, DmaDone,
     DmaJob, DmaMaster, DmaParams, DmaStatus, PciBus, PciError, PciMsg,
 };
-use sim_kernel::{ClockDomain, ComponentId, Ctx, Duration, Kernel, SplitMix64, Time, World};
+use sim_kernel::{ClockDomain, Ctx, Duration, Kernel, OnMisroute, SplitMix64, Time, Wiring};
 
 /// Which way the DP83820 moves the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -130,26 +130,26 @@ impl From<MacMsg> for Msg {
     }
 }
 
-struct Bench {
-    bus: Box<PciBus>,
-    gec: Box<Gec>,
-    dma: DmaMaster,
-    ram: BufferRam,
-    done: Option<DmaDone>,
-    ids: [ComponentId; 4],
+/// The bench's components; the store is the card's buffer RAM.
+enum Part {
+    Bus(Box<PciBus>),
+    Gec(Box<Gec>),
+    Dma(DmaMaster),
+    /// Stands for the engine: keeps the DMA master's `DmaDone`.
+    Probe(Option<DmaDone>),
 }
 
-impl World<Msg> for Bench {
-    fn deliver(&mut self, to: ComponentId, msg: Msg, ctx: &mut Ctx<'_, Msg>) {
-        let [bus, gec, dma, _probe] = self.ids;
-        match msg {
-            Msg::Pci(m) if to == bus => self.bus.handle(m, ctx, None),
-            Msg::Pci(m) if to == gec => self.gec.handle_pci(m, ctx, &mut self.ram),
-            Msg::Pci(m) if to == dma => self.dma.handle(m, ctx),
-            Msg::Pci(PciMsg::DmaDone(d)) => self.done = Some(d),
-            Msg::Mac(m) if to == gec => self.gec.handle_mac(m, ctx, &mut self.ram),
-            other => tracing::warn!(target: "mac::gec", ?other, "local DMA bench: message dropped"),
+impl sim_kernel::Part<Msg, BufferRam> for Part {
+    fn take(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>, ram: &mut BufferRam) -> Option<Msg> {
+        match (self, msg) {
+            (Part::Bus(b), Msg::Pci(m)) => b.handle(m, ctx, None),
+            (Part::Gec(g), Msg::Pci(m)) => g.handle_pci(m, ctx, ram),
+            (Part::Gec(g), Msg::Mac(m)) => g.handle_mac(m, ctx, ram),
+            (Part::Dma(d), Msg::Pci(m)) => d.handle(m, ctx),
+            (Part::Probe(done), Msg::Pci(PciMsg::DmaDone(d))) => *done = Some(d),
+            (_, m) => return Some(m),
         }
+        None
     }
 }
 
@@ -221,14 +221,16 @@ pub fn local_dma(p: &LocalDmaParams) -> Result<LocalDmaReport, LocalDmaError> {
         }
         LocalDirection::Write => DmaDirection::Write { data: data.clone() },
     };
-    let mut w = Bench {
-        bus: Box::new(bus),
-        gec: Box::new(gec),
-        dma,
+    let mut w = Wiring::of(
+        vec![
+            Part::Bus(Box::new(bus)),
+            Part::Gec(Box::new(gec)),
+            Part::Dma(dma),
+            Part::Probe(None),
+        ],
         ram,
-        done: None,
-        ids,
-    };
+        OnMisroute::Count,
+    );
     k.post(
         ids[2],
         Time::ZERO,
@@ -240,10 +242,16 @@ pub fn local_dma(p: &LocalDmaParams) -> Result<LocalDmaReport, LocalDmaError> {
         })),
     );
     k.run_to_idle(&mut w);
-    let done = w
-        .done
-        .take()
-        .ok_or_else(|| LocalDmaError::Scenario("the DMA never finished".into()))?;
+    if let Some(m) = w.misroutes().first() {
+        return Err(LocalDmaError::Scenario(format!(
+            "a message reached the wrong component: {m}"
+        )));
+    }
+    let done = match w.get_mut(ids[3]) {
+        Some(Part::Probe(done)) => done.take(),
+        _ => None,
+    }
+    .ok_or_else(|| LocalDmaError::Scenario("the DMA never finished".into()))?;
     if done.status != DmaStatus::Ok || done.bytes != p.bytes {
         return Err(LocalDmaError::Scenario(format!(
             "DMA ended with {:?} after {} of {} bytes",
@@ -252,11 +260,14 @@ pub fn local_dma(p: &LocalDmaParams) -> Result<LocalDmaReport, LocalDmaError> {
     }
     let exact = match p.direction {
         LocalDirection::Read => done.data == data,
-        LocalDirection::Write => w.ram.read_vec(start, p.bytes)? == data,
+        LocalDirection::Write => w.store.read_vec(start, p.bytes)? == data,
     };
     if !exact {
         return Err(LocalDmaError::Scenario("bytes differ".into()));
     }
+    let Some(Part::Bus(bus)) = w.get(ids[0]) else {
+        return Err(LocalDmaError::Scenario("the bench has no bus".into()));
+    };
     let elapsed = done.end - done.start;
     #[allow(clippy::cast_precision_loss)]
     let throughput_mb_s = if elapsed.as_ps() == 0 {
@@ -270,8 +281,8 @@ pub fn local_dma(p: &LocalDmaParams) -> Result<LocalDmaReport, LocalDmaError> {
         cycles: elapsed.as_ps() / period.as_ps().max(1),
         throughput_mb_s,
         bursts: done.bursts,
-        stats: w.bus.stats().clone(),
-        accounting: burst_account(w.bus.tenure_log(), u64::from(done.bursts / 2)),
+        stats: bus.stats().clone(),
+        accounting: burst_account(bus.tenure_log(), u64::from(done.bursts / 2)),
         events: k.stats().events,
     })
 }

@@ -335,7 +335,7 @@ fn transmits_before_ready_wait_for_initialization() {
     let (mut k, mut w) = two_cards(&s);
     let f = frame_bytes(200, 0, 1);
     // Straight into the GEC at time 0, before the DP83820 is programmed.
-    w.rams[0]
+    w.wiring.store[0]
         .write(BufferLayout::default().tx_buffer(1).unwrap(), &f)
         .unwrap();
     let gec = w.ids[0].gec;

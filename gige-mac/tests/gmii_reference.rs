@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{two_nodes, Sys};
+use common::{two_nodes, NetParts, Sys};
 use gige_mac::{Frame, FrameId, GigeParams, MacMsg, Millimetres};
 use proptest::prelude::*;
 use sim_kernel::{Kernel, MsgId, Time};
@@ -130,7 +130,7 @@ fn event_driven(reqs: &[(u64, u64, u64)], params: &GigeParams) -> (RefOut, Kerne
             out.transitions.push((t.time.as_ps(), t.from, t.to));
         }
     }
-    let log = &net.rx_log[b.0 as usize];
+    let log = net.rx_log(b);
     for e in log.iter().filter(|e| !e.start) {
         // The RxEnd landed exactly at the frame's last byte, and its RxStart at the first.
         assert_eq!(e.at, e.last);

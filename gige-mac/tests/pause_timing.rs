@@ -15,13 +15,16 @@
 //! FCS ends at T + 12 208 ns, frame 1 starts at T + 12 304 ns, ends T + 24 512, its gap
 //! ends T + 24 608 ns.
 
+mod mac_probe;
+
 use gige_mac::frame::{build, check_fcs};
 use gige_mac::pause::{build_pause, parse, MacControl};
 use gige_mac::{
     Captured, Dp83820Mac, Dp83820Params, FlowControl, Frame, FrameId, GecParams, GigeParams, Link,
     MacMsg, PortIndex, RxFrame, TxChunk, GMII_CLOCK_MHZ,
 };
-use sim_kernel::{ClockDomain, ComponentId, Ctx, Duration, Kernel, MsgId, Time, World};
+use mac_probe::{MacAndProbe, W};
+use sim_kernel::{ClockDomain, ComponentId, Duration, Kernel, MsgId, Time};
 use via_abi::{EtherType, MacAddr};
 
 const NS: u64 = 1_000;
@@ -29,22 +32,6 @@ const T: u64 = 1_000 * NS;
 const FRAME: u64 = 12_304 * NS;
 const ME: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xA]);
 const PEER: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xB]);
-
-struct W {
-    mac: Dp83820Mac,
-    /// What the probe received: (when, message).
-    got: Vec<(Time, MacMsg)>,
-}
-
-impl World<MacMsg> for W {
-    fn deliver(&mut self, to: ComponentId, msg: MacMsg, ctx: &mut Ctx<'_, MacMsg>) {
-        if to == ComponentId(0) {
-            self.mac.handle(msg, ctx);
-        } else {
-            self.got.push((ctx.now(), msg));
-        }
-    }
-}
 
 /// The MAC side with `flow`, three 1514-byte frames handed over at T, capture on.
 fn setup(flow: FlowControl) -> (Kernel<MacMsg>, W) {
@@ -83,13 +70,7 @@ fn setup(flow: FlowControl) -> (Kernel<MacMsg>, W) {
         };
         k.post(mac_id, Time(T), MacMsg::MacTxData(chunk));
     }
-    (
-        k,
-        W {
-            mac,
-            got: Vec::new(),
-        },
-    )
+    (k, mac_probe::world(mac))
 }
 
 /// Posts a frame arriving at the MAC whose last byte is on RXD at `last` [ps].
@@ -124,7 +105,7 @@ fn pause_at(k: &mut Kernel<MacMsg>, id: u64, quanta: u16, last: u64) {
 
 /// Start edges [ps] of the frames it sent, and whether each was a PAUSE (its quanta).
 fn sent(w: &mut W) -> Vec<(u64, Option<u16>)> {
-    sent_of(&w.mac.tx_mut().take_capture())
+    sent_of(&w.mac_mut().tx_mut().take_capture())
 }
 
 fn sent_of(cap: &[Captured]) -> Vec<(u64, Option<u16>)> {
@@ -146,7 +127,7 @@ fn starts(w: &mut W) -> Vec<u64> {
 
 /// Frames the bus side was shown (MacRxFrame / MacRxEnd).
 fn shown_to_bus(w: &W) -> usize {
-    w.got
+    w.got()
         .iter()
         .filter(|(_, m)| matches!(m, MacMsg::MacRxFrame { .. } | MacMsg::MacRxEnd { .. }))
         .count()
@@ -162,7 +143,7 @@ fn one_pause_hand_counted() {
     // Frame 1 completes (gap ends T + 24 608 ns); frame 2 waits for R + 100 x 512 ns.
     let f2 = r + 100 * 512 * NS;
     assert_eq!(starts(&mut w), [0, FRAME, f2 - T]);
-    let st = w.mac.stats().clone();
+    let st = w.mac().stats().clone();
     assert_eq!((st.tx_frames, st.tx_underruns), (3, 0));
     assert_eq!((st.pause_received, st.rx_good, st.rx_bad), (1, 0, 0));
     // Held from the end of frame 1's gap to the gate's edge: 39 696 ns = 4 962 clocks.
@@ -171,7 +152,7 @@ fn one_pause_hand_counted() {
     // Consumed by the MAC: the bus side never saw the PAUSE.
     assert_eq!(shown_to_bus(&w), 0);
     let ok = w
-        .got
+        .got()
         .iter()
         .filter(|(_, m)| {
             matches!(
@@ -216,7 +197,7 @@ fn resume_extend_shorten_and_ties() {
         }
         k.run_to_idle(&mut w);
         assert_eq!(starts(&mut w), [0, FRAME, want - T], "case {i}");
-        assert_eq!(w.mac.stats().pause_received, pauses.len() as u64);
+        assert_eq!(w.mac().stats().pause_received, pauses.len() as u64);
     }
 }
 
@@ -259,7 +240,7 @@ fn flow_control_off_consumes_but_ignores_pause() {
     arrive(&mut k, 1, bad, T + 20_000 * NS);
     k.run_to_idle(&mut w);
     assert_eq!(starts(&mut w), [0, FRAME, 2 * FRAME]);
-    let st = w.mac.stats().clone();
+    let st = w.mac().stats().clone();
     assert_eq!(
         (st.pause_received, st.control_ignored, st.rx_bad),
         (0, 1, 1)
@@ -296,7 +277,7 @@ fn own_pause_goes_ahead_of_queued_frames_then_refresh_and_resume() {
     // PAUSE: 8 + 64 + 12 = 84 clocks = 672 ns on the wire with its gap.
     let f1 = FRAME + 672 * NS;
     let f1_gap_end = f1 + FRAME;
-    let cap = w.mac.tx_mut().take_capture();
+    let cap = w.mac_mut().tx_mut().take_capture();
     let got: Vec<(u64, Option<u16>)> = sent_of(&cap).iter().map(|s| (s.0 - T, s.1)).collect();
     assert_eq!(
         got,
@@ -309,13 +290,13 @@ fn own_pause_goes_ahead_of_queued_frames_then_refresh_and_resume() {
             (f1_gap_end + 1_344 * NS, None),
         ]
     );
-    let st = w.mac.stats().clone();
+    let st = w.mac().stats().clone();
     assert_eq!(
         (st.pause_sent, st.pause_refreshes, st.resume_sent),
         (2, 1, 1)
     );
     assert_eq!((st.rx_good, st.tx_frames), (2, 3));
-    assert!(!w.mac.pausing_peer());
+    assert!(!w.mac().pausing_peer());
     // Its PAUSE frames: the reserved address, its own address (learned from the source
     // address of its first frame), 0x8808, opcode 1, 7 quanta.
     let p = cap[1].frame.bytes();
@@ -324,13 +305,13 @@ fn own_pause_goes_ahead_of_queued_frames_then_refresh_and_resume() {
     assert_eq!(&p[12..18], &[0x88, 0x08, 0, 1, 0, 7]);
     // The far end received every frame; the bus side got status only for data frames.
     let statuses = w
-        .got
+        .got()
         .iter()
         .filter(|(_, m)| matches!(m, MacMsg::MacTxStatus { .. }))
         .count();
     assert_eq!(statuses, 3);
     let at_far = w
-        .got
+        .got()
         .iter()
         .filter(|(_, m)| matches!(m, MacMsg::RxEnd { .. }))
         .count();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{frame, mac, send, star};
+use common::{frame, mac, send, star, NetParts};
 use gige_mac::{Frame, GigeParams, PortIndex};
 use sim_kernel::{ComponentId, Time};
 use via_abi::MacAddr;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{ceil8, frame, mac, send, two_nodes};
+use common::{ceil8, frame, mac, send, two_nodes, NetParts};
 use gige_mac::frame::check_fcs;
 use gige_mac::pcap::{parse, FcsMode, PcapWriter};
 use gige_mac::{GigeParams, Link, Millimetres};

@@ -3,33 +3,21 @@
 //! is reported `Aborted` (the bus side writes cmdsts TXA back); no byte is made up. The
 //! world: the MAC side and a probe that is its bus side and the far end of its link.
 
+mod mac_probe;
+
 use gige_mac::dp83820::TxOutcome;
 use gige_mac::frame::{build, check_fcs};
 use gige_mac::{
     Dp83820Mac, Dp83820Params, GecParams, GigeParams, Link, MacMsg, PortIndex, TxChunk,
     GMII_CLOCK_MHZ,
 };
-use sim_kernel::{ClockDomain, ComponentId, Ctx, Kernel, MsgId, Time, World};
+use mac_probe::{MacAndProbe, W};
+use sim_kernel::{ClockDomain, ComponentId, Kernel, MsgId, Time};
 use via_abi::{EtherType, MacAddr};
 
 const T: u64 = 1_000_000;
 const ME: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xA]);
 const PEER: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xB]);
-
-struct W {
-    mac: Dp83820Mac,
-    got: Vec<(Time, MacMsg)>,
-}
-
-impl World<MacMsg> for W {
-    fn deliver(&mut self, to: ComponentId, msg: MacMsg, ctx: &mut Ctx<'_, MacMsg>) {
-        if to == ComponentId(0) {
-            self.mac.handle(msg, ctx);
-        } else {
-            self.got.push((ctx.now(), msg));
-        }
-    }
-}
 
 fn setup() -> (Kernel<MacMsg>, W, ComponentId) {
     let mut k: Kernel<MacMsg> = Kernel::new(false);
@@ -49,10 +37,7 @@ fn setup() -> (Kernel<MacMsg>, W, ComponentId) {
             rxcfg: gec.rxcfg(),
         },
     );
-    let w = W {
-        mac,
-        got: Vec::new(),
-    };
+    let w = mac_probe::world(mac);
     (k, w, mac_id)
 }
 
@@ -82,7 +67,7 @@ fn post_frame(k: &mut Kernel<MacMsg>, mac: ComponentId, seq: u64, fail: Option<u
 }
 
 fn outcomes(w: &W) -> Vec<(u64, TxOutcome)> {
-    w.got
+    w.got()
         .iter()
         .filter_map(|(_, m)| match m {
             MacMsg::MacTxStatus { frame, outcome, .. } => Some((*frame, *outcome)),
@@ -101,9 +86,9 @@ fn a_frame_whose_read_failed_before_it_started_is_not_sent() {
         outcomes(&w),
         vec![(0, TxOutcome::Aborted), (1, TxOutcome::Sent)]
     );
-    let cap = w.mac.tx_mut().take_capture();
+    let cap = w.mac_mut().tx_mut().take_capture();
     assert_eq!(cap.len(), 1, "only the good frame went out");
     assert!(check_fcs(cap[0].frame.bytes()).is_ok());
     assert_eq!(cap[0].frame.bytes()[14], 2, "frame 1's payload, whole");
-    assert_eq!(w.mac.stats().tx_aborted, 1);
+    assert_eq!(w.mac().stats().tx_aborted, 1);
 }

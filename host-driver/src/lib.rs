@@ -23,18 +23,22 @@
 //! # Wiring a CPU into a World
 //!
 //! The system's message type must convert from [`PciMsg`](pci_model::PciMsg) and
-//! [`HostMsg`]; the World routes both to the CPU with the node's host memory. A program
+//! [`HostMsg`]; the World (a [`sim_kernel::Wiring`]) routes both to the CPU with the
+//! node's host memory. A program
 //! that only computes and touches memory needs no card:
 //!
 //! ```
 //! use host_driver::{HostCpu, HostCpuParams, HostIncoming, HostMsg, ProgramReport};
 //! use pci_model::{HostMemory, PciMsg};
-//! use sim_kernel::{Bytes, ClockDomain, ComponentId, Ctx, Cycles, Kernel, Time, World};
+//! use sim_kernel::{Bytes, ClockDomain, ComponentId, Ctx, Cycles, Kernel, OnMisroute, Part, Time,
+//!                  Wiring};
 //!
-//! struct Node { cpu: HostCpu, mem: HostMemory }
-//! impl World<HostIncoming> for Node {
-//!     fn deliver(&mut self, _to: ComponentId, msg: HostIncoming, ctx: &mut Ctx<'_, HostIncoming>) {
-//!         self.cpu.handle(msg, ctx, &mut self.mem);
+//! struct Cpu(HostCpu);
+//! impl Part<HostIncoming, HostMemory> for Cpu {
+//!     fn take(&mut self, msg: HostIncoming, ctx: &mut Ctx<'_, HostIncoming>,
+//!             mem: &mut HostMemory) -> Option<HostIncoming> {
+//!         self.0.handle(msg, ctx, mem);
+//!         None
 //!     }
 //! }
 //!
@@ -49,10 +53,12 @@
 //!     vipl.compute(Cycles(100)).await;
 //!     Ok(ProgramReport { program: "doc", finished: vipl.now(), ..ProgramReport::default() })
 //! });
-//! let mut node = Node { cpu, mem: HostMemory::new(Bytes(1 << 20), 1).unwrap() };
+//! let mut node = Wiring::new(HostMemory::new(Bytes(1 << 20), 1).unwrap(), OnMisroute::Panic);
+//! node.place(id, Cpu(cpu));
 //! k.post(id, Time::ZERO, HostMsg::Start.into());
 //! k.run_to_idle(&mut node);
-//! let report = node.cpu.outcome().unwrap().as_ref().unwrap();
+//! let Some(Cpu(cpu)) = node.get(id) else { unreachable!() };
+//! let report = cpu.outcome().unwrap().as_ref().unwrap();
 //! // malloc 200 + page fault 2400 + store 12 + copy 1 + compute 100 cycles of 1.25 ns
 //! assert_eq!(report.finished, Time(2_713 * 1_250));
 //! ```

@@ -83,7 +83,7 @@ fn pure_cpu_work_costs_exactly_the_table() {
     assert_eq!(q[0].end - q[0].start, cyc(860));
     assert_eq!(q[0].component, s.nodes[0].cpu);
     assert_eq!(q[0].domain, s.cpu_domain);
-    let st = s.w.cpus[0].stats();
+    let st = s.cpu(0).stats();
     assert_eq!(st.idle_cycles, 800);
     assert!(st.line_misses >= 5 && st.line_hits >= 2);
 }
@@ -123,7 +123,7 @@ fn memory_mapped_accesses_take_bus_time() {
             _ => assert!(bus >= Duration(5 * PCI), "read {bus:?}"),
         }
     }
-    let st = s.w.cpus[0].stats();
+    let st = s.cpu(0).stats();
     assert_eq!((st.mmio_writes, st.mmio_reads), (3, 3));
     assert!(st.mmio_read_wait > st.mmio_write_wait);
 }
@@ -241,14 +241,14 @@ fn a_poll_sees_a_dma_write_only_once_the_bridge_commits_it() {
     s.run(LIMIT);
     assert!(s.outcome(0).is_ok());
     // the bridge commits on its own clock: the first PCI edge at or after the instant
-    let commit = s.w.buses[0].bridge().unwrap().last_commit();
+    let commit = s.bus(0).bridge().unwrap().last_commit();
     let visible = Time(commit.0.div_ceil(PCI) * PCI);
     let found = seen.get() - visible;
     let hit_turn = c.poll_iteration.0 + c.cache_hit.0;
     let miss_turn = c.poll_iteration.0 + c.cache_miss.0;
     assert!(found >= cyc(miss_turn), "{found:?}: seen before the commit");
     assert!(found <= cyc(miss_turn + hit_turn), "{found:?}: seen late");
-    assert!(s.w.cpus[0].stats().dma_misses >= 1);
+    assert!(s.cpu(0).stats().dma_misses >= 1);
 }
 
 #[test]
@@ -261,7 +261,7 @@ fn a_program_awaiting_a_foreign_future_is_stuck_not_hung() {
     });
     s.run(LIMIT);
     assert_eq!(s.outcome(0), &Err(ProgramError::Stuck));
-    assert_eq!(s.w.cpus[0].state(), CpuState::Stuck);
+    assert_eq!(s.cpu(0).state(), CpuState::Stuck);
     let fsm: Vec<_> = s.k.trace().transitions().iter().map(|t| t.to).collect();
     assert_eq!(fsm, vec!["compute", "stuck"]);
 }

@@ -108,11 +108,7 @@ fn runs_are_deterministic() {
     let run = |kind| {
         let (p0, p1) = params(64, 10);
         let s = pingpong(kind, p0, p1, Time::ZERO);
-        (
-            s.k.trace().digest(),
-            reports(&s),
-            s.w.cpus[0].stats().clone(),
-        )
+        (s.k.trace().digest(), reports(&s), s.cpu(0).stats().clone())
     };
     for kind in [Kind::Rdma, Kind::SendRecv] {
         let (d1, r1, s1) = run(kind);

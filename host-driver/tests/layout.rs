@@ -74,9 +74,9 @@ fn descriptors_doorbells_and_registrations_match_via_abi() {
     s.run(LIMIT);
     assert!(s.outcome(0).is_ok(), "{:?}", s.outcome(0));
     let (buf, mh, ptag) = got.get().unwrap();
-    let cpu = &s.w.cpus[0];
-    let mem = &s.w.mems[0];
-    let card = &s.w.cards[0];
+    let cpu = s.cpu(0);
+    let mem = s.mem(0);
+    let card = s.card(0);
 
     // registration: attributes + tag in ATT_ATTR, the ATT-style page list
     let len = 3 * PAGE_SIZE + 200;

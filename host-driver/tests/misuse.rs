@@ -213,7 +213,7 @@ fn library_refuses_misuse_with_vipl_codes() {
     }
     assert_eq!(log.borrow().len(), expect.len());
     // nothing bad reached the card: the unconnected post rang no doorbell
-    assert_eq!(s.w.cards[0].stats.doorbells, 0);
+    assert_eq!(s.card(0).stats.doorbells, 0);
 }
 
 #[test]
@@ -267,7 +267,7 @@ fn card_reports_a_bad_segment_count_as_a_format_error() {
     assert_eq!(result_of(&log, "post recv"), Ok(()));
     assert!(status.get().is_done());
     assert!(status.get().contains(Status::FORMAT_ERROR));
-    assert_eq!(s.w.cards[0].stats.format_errors, 1);
+    assert_eq!(s.card(0).stats.format_errors, 1);
 }
 
 #[test]

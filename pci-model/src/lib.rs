@@ -24,15 +24,15 @@
 //!
 //! # Wiring a bus into a system
 //!
-//! The World owns the [`PciBus`] and the node's [`HostMemory`] and passes the memory into
-//! the bus's handler; masters register with [`PciBus::add_master`], device targets with
+//! The World (a [`sim_kernel::Wiring`]) owns the [`PciBus`] and the node's [`HostMemory`]
+//! and passes the memory into the bus's handler; masters register with [`PciBus::add_master`], device targets with
 //! [`PciBus::add_device_target`], host memory with [`PciBus::attach_host_bridge`]. Here
 //! the CPU posts a doorbell write to the card's BAR:
 //!
 //! ```
-//! use pci_model::{BridgeParams, BusParams, HostMemory, Node, PciBus, PciMsg, PciWorld, Probe,
-//!                 SimpleTarget, TargetProfile};
-//! use sim_kernel::{Bytes, ClockDomain, Cycles, Kernel, Time};
+//! use pci_model::{BridgeParams, BusParams, HostMemory, Node, PciBus, PciMsg, PciParts,
+//!                 PciWorld, Probe, SimpleTarget, TargetProfile};
+//! use sim_kernel::{Bytes, ClockDomain, Cycles, Kernel, OnMisroute, Time};
 //!
 //! let params = BusParams::default(); // 32-bit, 33 MHz
 //! let mut k: Kernel<PciMsg> = Kernel::new(false);
@@ -44,14 +44,15 @@
 //! let mut bus = PciBus::new(params).unwrap();
 //! bus.attach_host_bridge(BridgeParams::default(), 256 << 20).unwrap();
 //! bus.add_device_target(0xE000_0000, 4096, card, TargetProfile::default()).unwrap();
-//! let mut world = PciWorld {
-//!     nodes: vec![
+//! let mut world = PciWorld::of(
+//!     vec![
 //!         Node::Bus(Box::new(bus)),
 //!         Node::Probe(Probe::default()),
 //!         Node::Device(SimpleTarget::new(bus_id, 0xE000_0000, 4096, Cycles(0), 0)),
 //!     ],
-//!     mem: HostMemory::new(Bytes(256 << 20), 1).unwrap(),
-//! };
+//!     HostMemory::new(Bytes(256 << 20), 1).unwrap(),
+//!     OnMisroute::Panic,
+//! );
 //! k.post(bus_id, Time::ZERO, PciMsg::CpuWrite { tag: 1, addr: 0xE000_0040,
 //!        data: 7u32.to_le_bytes().to_vec(), reply_to: cpu });
 //! k.run_to_idle(&mut world);
@@ -90,5 +91,5 @@ pub use params::{
 pub use stats::{BusStats, MasterStats, TenureEnd, TenureRecord};
 pub use testbench::{
     burst_account, dma_throughput, BenchDirection, BenchTarget, BurstAccount, DmaBenchParams,
-    DmaBenchReport, Node, PciWorld, Probe,
+    DmaBenchReport, Node, PciParts, PciWorld, Probe,
 };

@@ -19,7 +19,9 @@ use crate::msg::{DmaDirection, DmaJob, DmaStatus, PciMsg};
 use crate::page_table::{contiguous_pages, PageTable};
 use crate::params::{BridgeParams, BusParams, DmaParams, TargetProfile};
 use crate::stats::{BusStats, TenureEnd, TenureRecord};
-use sim_kernel::{Bytes, ComponentId, Ctx, Cycles, Duration, Kernel, SplitMix64, Time, World};
+use sim_kernel::{
+    Bytes, ComponentId, Ctx, Cycles, Duration, Kernel, OnMisroute, Part, SplitMix64, Time, Wiring,
+};
 use std::fmt;
 
 /// A component that records every message it receives (a stand-in for a card engine,
@@ -43,68 +45,75 @@ pub enum Node {
     Probe(Probe),
 }
 
-/// A system of PCI components and one host memory, indexed by [`ComponentId`].
-#[derive(Clone, Debug)]
-pub struct PciWorld {
-    /// The components, in registration order.
-    pub nodes: Vec<Node>,
-    /// The node's host memory.
-    pub mem: HostMemory,
+/// A system of PCI components and one host memory (the wiring's store), by
+/// [`ComponentId`]. Every message kind is taken by every [`Node`]; a message to an id
+/// with no component is a misroute.
+pub type PciWorld = Wiring<Node, HostMemory>;
+
+impl Part<PciMsg, HostMemory> for Node {
+    fn take(
+        &mut self,
+        msg: PciMsg,
+        ctx: &mut Ctx<'_, PciMsg>,
+        mem: &mut HostMemory,
+    ) -> Option<PciMsg> {
+        match self {
+            Node::Bus(b) => b.handle(msg, ctx, Some(mem)),
+            Node::Dma(d) => d.handle(msg, ctx),
+            Node::Device(d) => d.handle(msg, ctx),
+            Node::Probe(p) => p.received.push((ctx.now(), msg)),
+        }
+        None
+    }
 }
 
-impl PciWorld {
+/// The components of a [`PciWorld`] by kind.
+pub trait PciParts {
     /// The bus at `id`.
-    #[must_use]
-    pub fn bus(&self, id: ComponentId) -> Option<&PciBus> {
-        match self.nodes.get(id.0 as usize) {
-            Some(Node::Bus(b)) => Some(b),
-            _ => None,
-        }
-    }
-
+    fn bus(&self, id: ComponentId) -> Option<&PciBus>;
     /// The bus at `id`, mutably.
-    pub fn bus_mut(&mut self, id: ComponentId) -> Option<&mut PciBus> {
-        match self.nodes.get_mut(id.0 as usize) {
+    fn bus_mut(&mut self, id: ComponentId) -> Option<&mut PciBus>;
+    /// The probe at `id`.
+    fn probe(&self, id: ComponentId) -> Option<&Probe>;
+    /// The device target at `id`.
+    fn device(&self, id: ComponentId) -> Option<&SimpleTarget>;
+    /// The device target at `id`, mutably.
+    fn device_mut(&mut self, id: ComponentId) -> Option<&mut SimpleTarget>;
+}
+
+impl PciParts for PciWorld {
+    fn bus(&self, id: ComponentId) -> Option<&PciBus> {
+        match self.get(id) {
             Some(Node::Bus(b)) => Some(b),
             _ => None,
         }
     }
 
-    /// The probe at `id`.
-    #[must_use]
-    pub fn probe(&self, id: ComponentId) -> Option<&Probe> {
-        match self.nodes.get(id.0 as usize) {
+    fn bus_mut(&mut self, id: ComponentId) -> Option<&mut PciBus> {
+        match self.get_mut(id) {
+            Some(Node::Bus(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    fn probe(&self, id: ComponentId) -> Option<&Probe> {
+        match self.get(id) {
             Some(Node::Probe(p)) => Some(p),
             _ => None,
         }
     }
 
-    /// The device target at `id`.
-    #[must_use]
-    pub fn device(&self, id: ComponentId) -> Option<&SimpleTarget> {
-        match self.nodes.get(id.0 as usize) {
+    fn device(&self, id: ComponentId) -> Option<&SimpleTarget> {
+        match self.get(id) {
             Some(Node::Device(d)) => Some(d),
             _ => None,
         }
     }
 
-    /// The device target at `id`, mutably.
-    pub fn device_mut(&mut self, id: ComponentId) -> Option<&mut SimpleTarget> {
-        match self.nodes.get_mut(id.0 as usize) {
+    fn device_mut(&mut self, id: ComponentId) -> Option<&mut SimpleTarget> {
+        match self.get_mut(id) {
             Some(Node::Device(d)) => Some(d),
             _ => None,
-        }
-    }
-}
-
-impl World<PciMsg> for PciWorld {
-    fn deliver(&mut self, to: ComponentId, msg: PciMsg, ctx: &mut Ctx<'_, PciMsg>) {
-        match self.nodes.get_mut(to.0 as usize) {
-            Some(Node::Bus(b)) => b.handle(msg, ctx, Some(&mut self.mem)),
-            Some(Node::Dma(d)) => d.handle(msg, ctx),
-            Some(Node::Device(d)) => d.handle(msg, ctx),
-            Some(Node::Probe(p)) => p.received.push((ctx.now(), msg)),
-            None => tracing::warn!(target: "pci::bus", %to, "message to an unknown component"),
         }
     }
 }
@@ -362,22 +371,22 @@ pub fn dma_throughput(p: &DmaBenchParams) -> Result<DmaBenchReport, PciError> {
         );
     }
     let dma = DmaMaster::new(p.dma.clone(), bus_id, master, p.bus.width);
-    let mut world = PciWorld {
-        nodes: vec![
+    let mut world = PciWorld::of(
+        vec![
             Node::Bus(Box::new(bus)),
             Node::Dma(dma),
             Node::Probe(Probe::default()),
         ],
         mem,
-    };
+        OnMisroute::Count,
+    );
     if let Some((dev_id, size, read_latency)) = device_id {
         let mut dev = SimpleTarget::new(bus_id, DEVICE_BASE, size, read_latency, 0);
         if p.direction == BenchDirection::Read {
             let off = usize::try_from(p.offset).unwrap_or(0);
             dev.bytes_mut()[off..off + len].copy_from_slice(&payload);
         }
-        debug_assert_eq!(dev_id.0 as usize, world.nodes.len());
-        world.nodes.push(Node::Device(dev));
+        world.place(dev_id, Node::Device(dev));
     }
     let direction = match p.direction {
         BenchDirection::Read => {
@@ -397,9 +406,14 @@ pub fn dma_throughput(p: &DmaBenchParams) -> Result<DmaBenchReport, PciError> {
         }),
     );
     kernel.run_to_idle(&mut world);
+    if let Some(m) = world.misroutes().first() {
+        return Err(PciError::Scenario(format!(
+            "a message reached the wrong component: {m}"
+        )));
+    }
 
     // Taken out of the probe, not cloned: its data is the whole transfer.
-    let received = match world.nodes.get_mut(probe_id.0 as usize) {
+    let received = match world.get_mut(probe_id) {
         Some(Node::Probe(pr)) => std::mem::take(&mut pr.received),
         _ => Vec::new(),
     };
@@ -431,7 +445,7 @@ pub fn dma_throughput(p: &DmaBenchParams) -> Result<DmaBenchReport, PciError> {
         }
         (BenchDirection::Write, Some(pt), _) => {
             let same = same_as_payload(p.seed, len, |at, buf| {
-                pt.read(&world.mem, BUF_VA + p.offset + at as u64, buf)
+                pt.read(&world.store, BUF_VA + p.offset + at as u64, buf)
                     .map_err(PciError::from)
             })?;
             if !same {

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{edge, Sys, T};
+use pci_model::PciParts;
 use pci_model::{
     dma_throughput, BridgeParams, BusParams, BusRequest, BusWidth, Command, DmaBenchParams,
     DmaDirection, DmaJob, DmaParams, DmaStatus, MasterId, MemError, PageTable, ParkPolicy, PciMsg,
@@ -81,7 +82,7 @@ fn bridge_in_wait_state_mode_holds_trdy_then_retries_past_16_clocks() {
         };
         let mut s = Sys::new(BusParams::default(), Some(bridge), 1 << 20, false);
         let (p, m) = s.master("m", 64);
-        s.w.mem.write(0x1000, &[9u8; 64]).unwrap();
+        s.w.store.write(0x1000, &[9u8; 64]).unwrap();
         s.k.post(
             s.bus,
             edge(0),
@@ -105,7 +106,7 @@ fn dma_write_on_a_64_bit_66_mhz_bus_moves_8_bytes_per_data_phase() {
     let engine = s.probe("engine", false);
     let (dma, _) = s.dma(DmaParams::default());
     let mut pt = PageTable::new();
-    pt.map_range(0x4000_0000, 512, &mut s.w.mem).unwrap();
+    pt.map_range(0x4000_0000, 512, &mut s.w.store).unwrap();
     let data: Vec<u8> = (0..512u32).map(|i| i as u8).collect();
     s.k.post(
         dma,
@@ -134,7 +135,7 @@ fn dma_write_on_a_64_bit_66_mhz_bus_moves_8_bytes_per_data_phase() {
     };
     assert_eq!(d.end, e(69));
     let mut back = vec![0u8; 512];
-    pt.read(&s.w.mem, 0x4000_0000, &mut back).unwrap();
+    pt.read(&s.w.store, 0x4000_0000, &mut back).unwrap();
     assert_eq!(back, data);
 }
 
@@ -262,7 +263,7 @@ fn write_and_invalidate_for_whole_aligned_lines() {
             ..DmaParams::default()
         });
         let mut pt = PageTable::new();
-        pt.map_range(0x4000_0000 + offset, 256, &mut s.w.mem)
+        pt.map_range(0x4000_0000 + offset, 256, &mut s.w.store)
             .unwrap();
         s.k.post(
             dma,
@@ -340,7 +341,7 @@ fn dma_errors_are_values_not_panics() {
         1 << 20,
         false,
     );
-    s.w.mem.write(0xFFF00, &[5; 256]).unwrap();
+    s.w.store.write(0xFFF00, &[5; 256]).unwrap();
     let d = dma_job(
         &mut s,
         vec![0xFFF00, 0x100000],
@@ -486,7 +487,7 @@ fn master_recovery_delays_each_next_burst_by_its_clocks() {
             ..DmaParams::default()
         });
         let mut pt = PageTable::new();
-        pt.map_range(0x4000_0000, 256, &mut s.w.mem).unwrap();
+        pt.map_range(0x4000_0000, 256, &mut s.w.store).unwrap();
         s.k.post(
             dma,
             edge(0),

@@ -8,6 +8,7 @@
 mod common;
 
 use common::{edge, Sys, T};
+use pci_model::PciParts;
 use pci_model::{
     BridgeParams, BusParams, Command, DmaDirection, DmaJob, DmaParams, DmaStatus, PageTable,
     PciMsg, TargetProfile, TenureEnd, TxnStatus,
@@ -184,10 +185,10 @@ fn cpu_read_of_nothing_is_a_master_abort_with_all_ones() {
 /// Host memory with a 512-byte buffer at a page-aligned VA; returns its page list.
 fn host_buffer(s: &mut Sys, len: u64, fill: bool) -> (PageTable, Vec<u64>, Vec<u8>) {
     let mut pt = PageTable::new();
-    pt.map_range(0x4000_0000, len, &mut s.w.mem).unwrap();
+    pt.map_range(0x4000_0000, len, &mut s.w.store).unwrap();
     let data: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
     if fill {
-        pt.write(&mut s.w.mem, 0x4000_0000, &data).unwrap();
+        pt.write(&mut s.w.store, 0x4000_0000, &data).unwrap();
     }
     let pages = pt.pages_of(0x4000_0000, len).unwrap();
     (pt, pages, data)
@@ -306,13 +307,13 @@ fn dma_write_of_512_bytes_is_posted_then_committed() {
     // clk 137  the bridge commits the write (133 + 4 clocks): the CPU sees it from now on
     let mut back = vec![0u8; 512];
     s.k.run_until(&mut s.w, edge(136));
-    pt.read(&s.w.mem, 0x4000_0000, &mut back).unwrap();
+    pt.read(&s.w.store, 0x4000_0000, &mut back).unwrap();
     assert!(
         back.iter().all(|&b| b == 0),
         "not visible before the commit"
     );
     s.k.run_until(&mut s.w, edge(137));
-    pt.read(&s.w.mem, 0x4000_0000, &mut back).unwrap();
+    pt.read(&s.w.store, 0x4000_0000, &mut back).unwrap();
     assert_eq!(back, data, "visible from the commit on");
     s.run();
     assert_eq!(
@@ -494,7 +495,7 @@ fn bridge_disconnects_a_write_burst_at_a_4k_boundary() {
     assert_eq!(d[0].0, edge(73));
     assert_eq!((d[0].1.transactions, d[0].1.disconnects), (2, 1));
     let expect: Vec<u8> = (0..256).map(|i| (i as u8) ^ 3).collect();
-    assert_eq!(s.w.mem.read_vec(0x1F80, 256).unwrap(), expect);
+    assert_eq!(s.w.store.read_vec(0x1F80, 256).unwrap(), expect);
 }
 
 #[test]
@@ -506,7 +507,7 @@ fn bridge_prefetch_ends_at_a_4k_boundary_on_reads() {
     let mut s = Sys::new(BusParams::default(), Some(bridge), 1 << 20, true);
     let (p0, m0) = s.master("m0", 64);
     let src: Vec<u8> = (0..256u32).map(|i| (i * 3) as u8).collect();
-    s.w.mem.write(0x1F80, &src).unwrap();
+    s.w.store.write(0x1F80, &src).unwrap();
     s.k.post(
         s.bus,
         edge(0),

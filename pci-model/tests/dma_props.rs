@@ -41,15 +41,15 @@ fn run(
     });
     let va = 0x1000_0000 + offset;
     let mut pt = PageTable::new();
-    pt.map_range(va, len, &mut s.w.mem).unwrap();
+    pt.map_range(va, len, &mut s.w.store).unwrap();
     let pages = pt.pages_of(va, len).unwrap();
     // Every frame of the buffer, whole, holds a known background first.
     let frames: Vec<u64> = pages.iter().map(|&p| page_base(p)).collect();
     for &f in &frames {
         let bg: Vec<u8> = (0..PAGE_SIZE as usize).map(|i| background(f, i)).collect();
-        s.w.mem.write(f, &bg).unwrap();
+        s.w.store.write(f, &bg).unwrap();
     }
-    let touched = s.w.mem.touched_frames();
+    let touched = s.w.store.touched_frames();
     let mut payload = vec![0u8; len as usize];
     SplitMix64::new(seed).fill(&mut payload);
     let direction = if write {
@@ -59,7 +59,7 @@ fn run(
     } else {
         let mut src = payload.clone();
         // Reads: the buffer holds the payload (over the background).
-        pt.write(&mut s.w.mem, va, &src).unwrap();
+        pt.write(&mut s.w.store, va, &src).unwrap();
         src.clear();
         DmaDirection::Read { len }
     };
@@ -84,10 +84,10 @@ fn run(
     }
     // Frame by frame: buffer bytes hold the payload, the rest of each frame its
     // background, and no other frame was written.
-    prop_assert_eq!(s.w.mem.touched_frames(), touched);
+    prop_assert_eq!(s.w.store.touched_frames(), touched);
     let mut at = 0u64;
     for (i, &f) in frames.iter().enumerate() {
-        let got = s.w.mem.read_vec(f, PAGE_SIZE as usize).unwrap();
+        let got = s.w.store.read_vec(f, PAGE_SIZE as usize).unwrap();
         let start = if i == 0 { offset } else { 0 };
         let n = (PAGE_SIZE - start).min(len - at);
         for (j, &b) in got.iter().enumerate() {

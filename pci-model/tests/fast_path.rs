@@ -7,6 +7,7 @@
 mod common;
 
 use common::Sys;
+use pci_model::PciParts;
 use pci_model::{
     BridgeParams, BusParams, BusRequest, BusStats, BusWidth, Command, DmaDirection, DmaJob,
     DmaParams, PageTable, PciMsg, ReadMode, Stepping, TargetProfile, TenureRecord,
@@ -73,10 +74,10 @@ fn scenario(seed: u64, stepping: Stepping) -> Outcome {
     let len = 1 + r.below(9000);
     let va = 0x2000_0000 + r.below(4096);
     let mut pt = PageTable::new();
-    pt.map_range(va, len, &mut s.w.mem).unwrap();
+    pt.map_range(va, len, &mut s.w.store).unwrap();
     let mut data = vec![0u8; len as usize];
     r.fill(&mut data);
-    pt.write(&mut s.w.mem, va, &data).unwrap();
+    pt.write(&mut s.w.store, va, &data).unwrap();
     let write = r.below(2) == 1;
     s.k.post(
         dma,
@@ -177,16 +178,15 @@ fn scenario(seed: u64, stepping: Stepping) -> Outcome {
     }
     s.run();
     let received =
-        s.w.nodes
-            .iter()
-            .filter_map(|n| match n {
+        s.w.iter()
+            .filter_map(|(_, n)| match n {
                 pci_model::Node::Probe(p) => Some(p.received.clone()),
                 _ => None,
             })
             .collect();
     let mut memory = vec![0u8; len as usize];
-    pt.read(&s.w.mem, va, &mut memory).unwrap();
-    memory.extend(s.w.mem.read_vec(0x10_0000, 21_000).unwrap());
+    pt.read(&s.w.store, va, &mut memory).unwrap();
+    memory.extend(s.w.store.read_vec(0x10_0000, 21_000).unwrap());
     Outcome {
         received,
         stats: s.bus().stats().clone(),

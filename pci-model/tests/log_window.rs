@@ -6,6 +6,7 @@
 mod common;
 
 use common::Sys;
+use pci_model::PciParts;
 use pci_model::{burst_account, DmaDirection, DmaJob, DmaParams, PageTable, PciMsg, TenureRecord};
 use sim_kernel::Time;
 
@@ -23,7 +24,7 @@ fn run(len: u64, burst: u64, window: Option<(u64, u64)>) -> (Vec<TenureRecord>, 
     });
     let mut pt = PageTable::new();
     let va = 0x4000_0100;
-    pt.map_range(va, len, &mut s.w.mem).unwrap();
+    pt.map_range(va, len, &mut s.w.store).unwrap();
     let pages = pt.pages_of(va, len).unwrap();
     s.k.post(
         dma,

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{edge, Sys};
+use pci_model::PciParts;
 use pci_model::{PciMsg, TargetProfile, TenureEnd};
 
 const BAR: u64 = 0xE000_0000;

@@ -46,62 +46,6 @@ pub trait World<M> {
     fn deliver(&mut self, to: ComponentId, msg: M, ctx: &mut Ctx<'_, M>);
 }
 
-/// A component that handles messages of type `M` (for systems kept in a [`Registry`]).
-pub trait Component<M> {
-    /// Handles one message at `ctx.now()`.
-    fn handle(&mut self, msg: M, ctx: &mut Ctx<'_, M>);
-}
-
-/// A [`World`] that is simply a list of boxed components, indexed by their ids.
-pub struct Registry<M> {
-    components: Vec<Box<dyn Component<M>>>,
-}
-
-impl<M> Default for Registry<M> {
-    fn default() -> Self {
-        Self {
-            components: Vec::new(),
-        }
-    }
-}
-
-impl<M> Registry<M> {
-    /// An empty registry.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Registers `component` with the kernel (name, clock domain) and keeps it here.
-    pub fn add(
-        &mut self,
-        kernel: &mut Kernel<M>,
-        name: impl Into<String>,
-        domain: DomainId,
-        component: Box<dyn Component<M>>,
-    ) -> ComponentId {
-        let id = kernel.add_component(name, domain);
-        debug_assert_eq!(
-            id.0 as usize,
-            self.components.len(),
-            "register every component here"
-        );
-        self.components.push(component);
-        id
-    }
-}
-
-impl<M> World<M> for Registry<M> {
-    fn deliver(&mut self, to: ComponentId, msg: M, ctx: &mut Ctx<'_, M>) {
-        match self.components.get_mut(to.0 as usize) {
-            Some(c) => c.handle(msg, ctx),
-            None => {
-                tracing::warn!(target: "kernel", %to, "message to an unknown component dropped")
-            }
-        }
-    }
-}
-
 /// What the run loop did, for reports ("simulated time per wall second").
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RunStats {

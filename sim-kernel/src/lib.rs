@@ -7,7 +7,9 @@
 //!   at least one of its cycles after they are sent;
 //! - [`trace`]: spans and state transitions for reports, one branch when off;
 //! - [`fsm`]: explicit state machines whose every transition is traced;
-//! - [`rng`]: the seeded generator every random choice comes from.
+//! - [`rng`]: the seeded generator every random choice comes from;
+//! - [`wiring`]: [`Wiring`], the components of a system by id with their storage, and
+//!   the one place a message of the wrong kind for its target is caught.
 //!
 //! A run is a pure function of its configuration and seed: no wall clock, no hash-map
 //! iteration order and no threads influence it.
@@ -21,13 +23,13 @@ pub mod queue;
 pub mod rng;
 pub mod time;
 pub mod trace;
+pub mod wiring;
 
 pub use clock::{ClockDomain, ClockError};
 pub use fsm::{Fsm, StateName, TransitionSink};
-pub use kernel::{
-    Component, ComponentId, Ctx, DomainId, Kernel, Registry, RunLimit, RunOutcome, RunStats, World,
-};
+pub use kernel::{ComponentId, Ctx, DomainId, Kernel, RunLimit, RunOutcome, RunStats, World};
 pub use queue::Priority;
 pub use rng::SplitMix64;
 pub use time::{Bytes, Cycles, Duration, Time};
 pub use trace::{MsgId, Span, TraceSink, Transition};
+pub use wiring::{Misroute, OnMisroute, Part, Wiring};

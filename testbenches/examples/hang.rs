@@ -48,11 +48,8 @@ fn main() {
                 .map(|o| o.as_ref().err().map(ToString::to_string))
         );
     }
-    for (i, c) in sys.world.comps.iter().enumerate() {
-        let name = sys
-            .kernel
-            .component_name(sim_kernel::ComponentId(i as u32))
-            .to_string();
+    for (id, c) in sys.world.iter() {
+        let name = sys.kernel.component_name(id).to_string();
         match c {
             Comp::Engine(_, e) => println!(
                 "{name}: {:?} idle {} vi0 {:?}",

@@ -31,11 +31,8 @@ fn main() {
         r.one_way_ns(),
         r.bandwidth_mb_s()
     );
-    for (i, c) in r.system.world.comps.iter().enumerate() {
-        let name = r
-            .system
-            .kernel
-            .component_name(sim_kernel::ComponentId(i as u32));
+    for (id, c) in r.system.world.iter() {
+        let name = r.system.kernel.component_name(id);
         match c {
             Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => {
                 let s = b.stats();

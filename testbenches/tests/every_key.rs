@@ -492,7 +492,7 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
                 assert_eq!(spans.len(), 1, "one timed VipPostRecv in 2 round trips");
                 o.post_recv_ps = spans[0];
             }
-            let mut mem = r.system.world.nodes[0].mem.clone();
+            let mut mem = r.system.world.store[0].mem.clone();
             o.next_frame = mem.alloc_frame().map_err(|e| e.to_string())?;
         }
         Run::Dma(bus, dir) => {

@@ -39,7 +39,7 @@ fn observe(r: &PingPongRun) -> Observed {
         .collect();
     let memories = sys
         .world
-        .nodes
+        .store
         .iter()
         .map(|n| {
             let ram = n
@@ -56,9 +56,8 @@ fn observe(r: &PingPongRun) -> Observed {
         .collect();
     let counters = sys
         .world
-        .comps
         .iter()
-        .filter_map(|c| match c {
+        .filter_map(|(_, c)| match c {
             Comp::Cpu(_, c) => Some(format!("{:?}", c.stats())),
             Comp::Engine(_, e) => Some(format!("{:?}", e.stats())),
             Comp::Dma(_, d) => Some(format!("{:?}", d.stats())),

@@ -14,7 +14,9 @@ use gige_mac::{
     Link, MacMsg, PortIndex, GMII_CLOCK_MHZ,
 };
 use pci_model::{BusParams, PciBus, PciMsg};
-use sim_kernel::{ClockDomain, ComponentId, Ctx, Cycles, Kernel, MsgId, Time, World};
+use sim_kernel::{
+    ClockDomain, ComponentId, Ctx, Cycles, Kernel, MsgId, OnMisroute, Part, Time, Wiring, World,
+};
 use std::collections::VecDeque;
 use via_abi::{EtherType, MacAddr};
 
@@ -166,67 +168,75 @@ pub struct CardIds {
     pub engine: ComponentId,
 }
 
+impl Part<Sys, Vec<BufferRam>> for Node {
+    fn take(&mut self, msg: Sys, ctx: &mut Ctx<'_, Sys>, rams: &mut Vec<BufferRam>) -> Option<Sys> {
+        match (self, msg) {
+            (Node::Bus(b), Sys::Pci(m)) => b.handle(m, ctx, None),
+            (Node::Gec(g, c), Sys::Pci(m)) => g.handle_pci(m, ctx, &mut rams[*c]),
+            (Node::Gec(g, c), Sys::Mac(m)) => g.handle_mac(m, ctx, &mut rams[*c]),
+            (Node::DpBus(d), Sys::Pci(m)) => d.handle_pci(m, ctx),
+            (Node::DpBus(d), Sys::Mac(m)) => d.handle_mac(m, ctx),
+            (Node::DpMac(d), Sys::Mac(m)) => d.handle(m, ctx),
+            (Node::Engine(e, c), m) => e.handle(m, ctx, &mut rams[*c]),
+            (_, m) => return Some(m),
+        }
+        None
+    }
+}
+
+/// The two cards: their components wired by id (strict: a message of the wrong kind
+/// fails the test; the store is each card's buffer RAM) and each card's ids.
 pub struct Cards {
-    pub nodes: Vec<Node>,
-    pub rams: Vec<BufferRam>,
+    pub wiring: Wiring<Node, Vec<BufferRam>>,
     pub ids: Vec<CardIds>,
 }
 
 impl World<Sys> for Cards {
     fn deliver(&mut self, to: ComponentId, msg: Sys, ctx: &mut Ctx<'_, Sys>) {
-        match (&mut self.nodes[to.0 as usize], msg) {
-            (Node::Bus(b), Sys::Pci(m)) => b.handle(m, ctx, None),
-            (Node::Gec(g, c), Sys::Pci(m)) => g.handle_pci(m, ctx, &mut self.rams[*c]),
-            (Node::Gec(g, c), Sys::Mac(m)) => g.handle_mac(m, ctx, &mut self.rams[*c]),
-            (Node::DpBus(d), Sys::Pci(m)) => d.handle_pci(m, ctx),
-            (Node::DpBus(d), Sys::Mac(m)) => d.handle_mac(m, ctx),
-            (Node::DpMac(d), Sys::Mac(m)) => d.handle(m, ctx),
-            (Node::Engine(e, c), m) => e.handle(m, ctx, &mut self.rams[*c]),
-            (_, m) => panic!("{to}: unexpected {m:?}"),
-        }
+        self.wiring.deliver(to, msg, ctx);
     }
 }
 
 impl Cards {
     pub fn engine(&mut self, card: usize) -> &mut Engine {
-        match &mut self.nodes[self.ids[card].engine.0 as usize] {
-            Node::Engine(e, _) => e,
+        match self.wiring.get_mut(self.ids[card].engine) {
+            Some(Node::Engine(e, _)) => e,
             _ => unreachable!(),
         }
     }
     pub fn gec(&self, card: usize) -> &Gec {
-        match &self.nodes[self.ids[card].gec.0 as usize] {
-            Node::Gec(g, _) => g,
+        match self.wiring.get(self.ids[card].gec) {
+            Some(Node::Gec(g, _)) => g,
             _ => unreachable!(),
         }
     }
     pub fn dpb(&self, card: usize) -> &Dp83820Bus {
-        match &self.nodes[self.ids[card].dpb.0 as usize] {
-            Node::DpBus(d) => d,
+        match self.wiring.get(self.ids[card].dpb) {
+            Some(Node::DpBus(d)) => d,
             _ => unreachable!(),
         }
     }
     pub fn dpm(&self, card: usize) -> &Dp83820Mac {
-        match &self.nodes[self.ids[card].dpm.0 as usize] {
-            Node::DpMac(d) => d,
+        match self.wiring.get(self.ids[card].dpm) {
+            Some(Node::DpMac(d)) => d,
             _ => unreachable!(),
         }
     }
     pub fn dpm_mut(&mut self, card: usize) -> &mut Dp83820Mac {
-        match &mut self.nodes[self.ids[card].dpm.0 as usize] {
-            Node::DpMac(d) => d,
+        match self.wiring.get_mut(self.ids[card].dpm) {
+            Some(Node::DpMac(d)) => d,
             _ => unreachable!(),
         }
     }
     pub fn bus(&self, card: usize) -> &PciBus {
-        match &self.nodes[self.ids[card].bus.0 as usize] {
-            Node::Bus(b) => b,
+        match self.wiring.get(self.ids[card].bus) {
+            Some(Node::Bus(b)) => b,
             _ => unreachable!(),
         }
     }
     pub fn bus_mut(&mut self, card: usize) -> &mut PciBus {
-        match &mut self.nodes[self.ids[card].bus.0 as usize] {
-            Node::Bus(b) => b,
+        match self.wiring.get_mut(self.ids[card].bus) {
+            Some(Node::Bus(b)) => b,
             _ => unreachable!(),
         }
     }
@@ -276,8 +286,7 @@ pub fn two_cards(s: &Setup) -> (Kernel<Sys>, Cards) {
         });
     }
     let link = Link::new(s.gige.link);
-    let mut nodes = Vec::new();
-    let mut rams = Vec::new();
+    let mut wiring = Wiring::new(Vec::new(), OnMisroute::Panic);
     for c in 0..2 {
         let id = ids[c];
         let far = ids[1 - c];
@@ -335,15 +344,15 @@ pub fn two_cards(s: &Setup) -> (Kernel<Sys>, Cards) {
             max_tx_busy: 0,
         };
         // Registration order: bus, gec, dpb, dpm, engine (as the ids above).
-        nodes.push(Node::Bus(Box::new(bus)));
-        nodes.push(Node::Gec(Box::new(gec), c));
-        nodes.push(Node::DpBus(Box::new(dpb)));
-        nodes.push(Node::DpMac(Box::new(dpm)));
-        nodes.push(Node::Engine(engine, c));
-        rams.push(BufferRam::new(s.layout.clone()).unwrap());
+        wiring.place(id.bus, Node::Bus(Box::new(bus)));
+        wiring.place(id.gec, Node::Gec(Box::new(gec), c));
+        wiring.place(id.dpb, Node::DpBus(Box::new(dpb)));
+        wiring.place(id.dpm, Node::DpMac(Box::new(dpm)));
+        wiring.place(id.engine, Node::Engine(engine, c));
+        wiring.store.push(BufferRam::new(s.layout.clone()).unwrap());
         k.post(id.gec, Time::ZERO, Sys::Mac(MacMsg::GecInit));
     }
-    (k, Cards { nodes, rams, ids })
+    (k, Cards { wiring, ids })
 }
 
 /// A frame of `len` bytes without FCS (>= 14): header from card `from` to the other,

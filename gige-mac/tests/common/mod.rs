@@ -8,7 +8,7 @@ use gige_mac::frame::build;
 use gige_mac::{
     Frame, FrameId, GigeParams, Link, MacMsg, MacPort, PortIndex, Switch, GMII_CLOCK_MHZ,
 };
-use sim_kernel::{ClockDomain, ComponentId, Ctx, Kernel, MsgId, Time, World};
+use sim_kernel::{ClockDomain, ComponentId, Ctx, Kernel, MsgId, OnMisroute, Part, Time, Wiring};
 use via_abi::{EtherType, MacAddr};
 
 /// The system message type: gige-mac's enum wrapped, as the system assembly will.
@@ -40,56 +40,71 @@ pub struct RxEvent {
     pub last: Time,
 }
 
-pub struct Net {
-    pub nodes: Vec<Node>,
-    /// Every RxStart / RxEnd delivered, per component.
-    pub rx_log: Vec<Vec<RxEvent>>,
-}
-
-impl World<Sys> for Net {
-    fn deliver(&mut self, to: ComponentId, msg: Sys, ctx: &mut Ctx<'_, Sys>) {
+impl Part<Sys, Vec<Vec<RxEvent>>> for Node {
+    /// Logs every RxStart / RxEnd (checking it lands on an edge) in the store, per
+    /// component, then hands the message to the port or switch.
+    fn take(
+        &mut self,
+        msg: Sys,
+        ctx: &mut Ctx<'_, Sys>,
+        rx_log: &mut Vec<Vec<RxEvent>>,
+    ) -> Option<Sys> {
         let Sys::Mac(m) = msg;
-        let i = to.0 as usize;
-        match &m {
-            MacMsg::RxStart { frame, .. } | MacMsg::RxEnd { frame, .. } => {
-                assert!(ctx.my_domain().is_edge(ctx.now()));
-                self.rx_log[i].push(RxEvent {
-                    at: ctx.now(),
-                    start: matches!(m, MacMsg::RxStart { .. }),
-                    id: frame.id(),
-                    first: frame.first_byte_at(),
-                    last: frame.last_byte_at(),
-                });
-            }
-            _ => {}
+        if let MacMsg::RxStart { frame, .. } | MacMsg::RxEnd { frame, .. } = &m {
+            assert!(ctx.my_domain().is_edge(ctx.now()));
+            rx_log[ctx.me().0 as usize].push(RxEvent {
+                at: ctx.now(),
+                start: matches!(m, MacMsg::RxStart { .. }),
+                id: frame.id(),
+                first: frame.first_byte_at(),
+                last: frame.last_byte_at(),
+            });
         }
-        match &mut self.nodes[i] {
+        match self {
             Node::Port(p) => p.handle(m, ctx),
             Node::Switch(s) => s.handle(m, ctx),
         }
+        None
     }
 }
 
-impl Net {
-    pub fn port(&self, id: ComponentId) -> &MacPort {
-        match &self.nodes[id.0 as usize] {
-            Node::Port(p) => p,
-            Node::Switch(_) => panic!("{id} is the switch"),
+/// The network: ports and switch by id; the store is every RxStart / RxEnd delivered,
+/// per component (strict wiring).
+pub type Net = Wiring<Node, Vec<Vec<RxEvent>>>;
+
+/// The components of a [`Net`] by kind.
+pub trait NetParts {
+    fn port(&self, id: ComponentId) -> &MacPort;
+    fn port_mut(&mut self, id: ComponentId) -> &mut MacPort;
+    fn switch(&self, id: ComponentId) -> &Switch;
+    /// The RxStart / RxEnd events delivered to `id`.
+    fn rx_log(&self, id: ComponentId) -> &[RxEvent];
+}
+
+impl NetParts for Net {
+    fn port(&self, id: ComponentId) -> &MacPort {
+        match self.get(id) {
+            Some(Node::Port(p)) => p,
+            _ => panic!("{id} is not a port"),
         }
     }
 
-    pub fn port_mut(&mut self, id: ComponentId) -> &mut MacPort {
-        match &mut self.nodes[id.0 as usize] {
-            Node::Port(p) => p,
-            Node::Switch(_) => panic!("{id} is the switch"),
+    fn port_mut(&mut self, id: ComponentId) -> &mut MacPort {
+        match self.get_mut(id) {
+            Some(Node::Port(p)) => p,
+            _ => panic!("{id} is not a port"),
         }
     }
 
-    pub fn switch(&self, id: ComponentId) -> &Switch {
-        match &self.nodes[id.0 as usize] {
-            Node::Switch(s) => s,
-            Node::Port(_) => panic!("{id} is a port"),
+    fn switch(&self, id: ComponentId) -> &Switch {
+        match self.get(id) {
+            Some(Node::Switch(s)) => s,
+            _ => panic!("{id} is not the switch"),
         }
+    }
+
+    fn rx_log(&self, id: ComponentId) -> &[RxEvent] {
+        &self.store[id.0 as usize]
     }
 }
 
@@ -106,8 +121,8 @@ pub fn two_nodes(p: &GigeParams, trace: bool) -> (Kernel<Sys>, Net, ComponentId,
     let a = k.add_component("a.mac", d);
     let b = k.add_component("b.mac", d);
     let link = Link::new(p.link);
-    let net = Net {
-        nodes: vec![
+    let net = Net::of(
+        vec![
             Node::Port(MacPort::new(
                 link.attachment(b, PortIndex(0)),
                 &p.wire,
@@ -119,8 +134,9 @@ pub fn two_nodes(p: &GigeParams, trace: bool) -> (Kernel<Sys>, Net, ComponentId,
                 &p.port,
             )),
         ],
-        rx_log: vec![Vec::new(); 2],
-    };
+        vec![Vec::new(); 2],
+        OnMisroute::Panic,
+    );
     (k, net, a, b)
 }
 
@@ -146,10 +162,7 @@ pub fn star(n: usize, p: &GigeParams) -> (Kernel<Sys>, Net, Vec<ComponentId>, Co
         .collect();
     let switch = Switch::new(&to_nodes, &p.wire, &p.switch).unwrap();
     nodes.push(Node::Switch(switch));
-    let net = Net {
-        nodes,
-        rx_log: vec![Vec::new(); n + 1],
-    };
+    let net = Net::of(nodes, vec![Vec::new(); n + 1], OnMisroute::Panic);
     (k, net, ports, sw)
 }
 

@@ -15,7 +15,8 @@ pub use fake_engine::Frame as FrameOut;
 use host_driver::{HostCpu, HostCpuParams, HostMsg, ProgramResult, Vipl};
 use pci_model::{BridgeParams, BusParams, HostMemory, MasterConfig, PciBus, PciMsg, TargetProfile};
 use sim_kernel::{
-    Bytes, ClockDomain, ComponentId, Ctx, Cycles, DomainId, Kernel, RunLimit, Time, World,
+    Bytes, ClockDomain, ComponentId, Ctx, Cycles, DomainId, Kernel, OnMisroute, RunLimit, Time,
+    Wiring,
 };
 use std::future::Future;
 use via_abi::bar::BAR0_SIZE;
@@ -53,11 +54,29 @@ impl From<CardMsg> for TMsg {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Who {
-    Bus(usize),
-    Cpu(usize),
-    Card(usize),
+/// One component of the test system, with the node it belongs to.
+pub enum Part {
+    Bus(usize, Box<PciBus>),
+    Cpu(usize, Box<HostCpu>),
+    Card(usize, Box<FakeCard>),
+}
+
+impl sim_kernel::Part<TMsg, Vec<HostMemory>> for Part {
+    fn take(
+        &mut self,
+        msg: TMsg,
+        ctx: &mut Ctx<'_, TMsg>,
+        mems: &mut Vec<HostMemory>,
+    ) -> Option<TMsg> {
+        match (self, msg) {
+            (Part::Bus(n, b), TMsg::Pci(m)) => b.handle(m, ctx, Some(&mut mems[*n])),
+            (Part::Cpu(n, c), TMsg::Pci(m)) => c.on_pci(m, ctx, &mut mems[*n]),
+            (Part::Cpu(n, c), TMsg::Host(m)) => c.on_host(m, ctx, &mut mems[*n]),
+            (Part::Card(n, c), m) => c.handle(m, ctx, &mems[*n]),
+            (_, m) => return Some(m),
+        }
+        None
+    }
 }
 
 /// Component ids of one node.
@@ -68,25 +87,9 @@ pub struct NodeIds {
     pub card: ComponentId,
 }
 
-pub struct TWorld {
-    pub buses: Vec<PciBus>,
-    pub cpus: Vec<HostCpu>,
-    pub cards: Vec<FakeCard>,
-    pub mems: Vec<HostMemory>,
-    who: Vec<Who>,
-}
-
-impl World<TMsg> for TWorld {
-    fn deliver(&mut self, to: ComponentId, msg: TMsg, ctx: &mut Ctx<'_, TMsg>) {
-        match (self.who[to.0 as usize], msg) {
-            (Who::Bus(n), TMsg::Pci(m)) => self.buses[n].handle(m, ctx, Some(&mut self.mems[n])),
-            (Who::Cpu(n), TMsg::Pci(m)) => self.cpus[n].on_pci(m, ctx, &mut self.mems[n]),
-            (Who::Cpu(n), TMsg::Host(m)) => self.cpus[n].on_host(m, ctx, &mut self.mems[n]),
-            (Who::Card(n), m) => self.cards[n].handle(m, ctx, &self.mems[n]),
-            (w, m) => panic!("test wiring: {m:?} to {w:?}"),
-        }
-    }
-}
+/// The test system's components and host memories (a strict wiring: a message of the
+/// wrong kind fails the test).
+pub type TWorld = Wiring<Part, Vec<HostMemory>>;
 
 pub struct Sys {
     pub k: Kernel<TMsg>,
@@ -123,19 +126,12 @@ impl Sys {
         let bus_params = BusParams::default();
         let pci_domain = k.add_domain(bus_params.clock_domain("pci.system").unwrap());
         let cpu_domain = k.add_domain(ClockDomain::from_mhz("host.cpu", 800.0).unwrap());
-        let mut w = TWorld {
-            buses: Vec::new(),
-            cpus: Vec::new(),
-            cards: Vec::new(),
-            mems: Vec::new(),
-            who: Vec::new(),
-        };
-        let mut nodes = Vec::new();
+        let mut w = TWorld::new(Vec::new(), OnMisroute::Panic);
+        let mut nodes: Vec<NodeIds> = Vec::new();
         for i in 0..n {
             let bus = k.add_component(format!("host{i}.pci"), pci_domain);
             let cpu = k.add_component(format!("host{i}.cpu"), cpu_domain);
             let card = k.add_component(format!("host{i}.card"), pci_domain);
-            w.who.extend([Who::Bus(i), Who::Cpu(i), Who::Card(i)]);
             let mut b = PciBus::new(bus_params.clone()).unwrap();
             b.attach_host_bridge(BridgeParams::default(), MEM).unwrap();
             b.add_device_target(BAR0, BAR0_SIZE, card, TargetProfile::default())
@@ -149,28 +145,80 @@ impl Sys {
                     recovery: Cycles(0),
                 })
                 .unwrap();
-            w.buses.push(b);
-            w.cpus.push(HostCpu::new(cpu_params.clone(), bus));
-            w.mems
+            w.place(bus, Part::Bus(i, Box::new(b)));
+            w.place(
+                cpu,
+                Part::Cpu(i, Box::new(HostCpu::new(cpu_params.clone(), bus))),
+            );
+            w.store
                 .push(HostMemory::new(Bytes(MEM), 100 + i as u64).unwrap());
             let mut p = card_params.clone();
             p.mac = mac(i);
-            w.cards.push(FakeCard::new(p, bus, master, BAR0));
+            w.place(
+                card,
+                Part::Card(i, Box::new(FakeCard::new(p, bus, master, BAR0))),
+            );
             nodes.push(NodeIds { bus, cpu, card });
         }
-        if n == 2 {
-            let (c0, c1) = (nodes[0].card, nodes[1].card);
-            w.cards[0].connect_peer(c1, mac(1));
-            w.cards[1].connect_peer(c0, mac(0));
-        }
-        Self {
+        let mut s = Self {
             k,
             w,
             nodes,
             cpu_domain,
             pci_domain,
             loaded: vec![false; n],
+        };
+        if n == 2 {
+            let (c0, c1) = (s.nodes[0].card, s.nodes[1].card);
+            s.card_mut(0).connect_peer(c1, mac(1));
+            s.card_mut(1).connect_peer(c0, mac(0));
         }
+        s
+    }
+
+    /// Node `n`'s CPU.
+    pub fn cpu(&self, n: usize) -> &HostCpu {
+        match self.w.get(self.nodes[n].cpu) {
+            Some(Part::Cpu(_, c)) => c,
+            _ => panic!("node {n} has no CPU"),
+        }
+    }
+
+    /// Node `n`'s CPU, mutably.
+    pub fn cpu_mut(&mut self, n: usize) -> &mut HostCpu {
+        match self.w.get_mut(self.nodes[n].cpu) {
+            Some(Part::Cpu(_, c)) => c,
+            _ => panic!("node {n} has no CPU"),
+        }
+    }
+
+    /// Node `n`'s bus.
+    pub fn bus(&self, n: usize) -> &PciBus {
+        match self.w.get(self.nodes[n].bus) {
+            Some(Part::Bus(_, b)) => b,
+            _ => panic!("node {n} has no bus"),
+        }
+    }
+
+    /// Node `n`'s fake card.
+    pub fn card(&self, n: usize) -> &FakeCard {
+        match self.w.get(self.nodes[n].card) {
+            Some(Part::Card(_, c)) => c,
+            _ => panic!("node {n} has no card"),
+        }
+    }
+
+    /// Node `n`'s fake card, mutably.
+    pub fn card_mut(&mut self, n: usize) -> &mut FakeCard {
+        match self.w.get_mut(self.nodes[n].card) {
+            Some(Part::Card(_, c)) => c,
+            _ => panic!("node {n} has no card"),
+        }
+    }
+
+    /// Node `n`'s host memory.
+    pub fn mem(&self, n: usize) -> &HostMemory {
+        &self.w.store[n]
     }
 
     /// Loads a program into node `n`'s CPU and posts its start at `at`.
@@ -179,7 +227,7 @@ impl Sys {
         F: FnOnce(Vipl) -> Fut,
         Fut: Future<Output = ProgramResult> + 'static,
     {
-        self.w.cpus[n].load(make);
+        self.cpu_mut(n).load(make);
         self.loaded[n] = true;
         self.k.post(self.nodes[n].cpu, at, HostMsg::Start.into());
     }
@@ -196,12 +244,7 @@ impl Sys {
                     max_events: u64::MAX,
                 },
             );
-            let done = self
-                .w
-                .cpus
-                .iter()
-                .zip(&self.loaded)
-                .all(|(c, l)| !l || c.is_finished());
+            let done = (0..self.nodes.len()).all(|n| !self.loaded[n] || self.cpu(n).is_finished());
             if done || until >= limit || out == sim_kernel::RunOutcome::Idle {
                 return;
             }
@@ -210,7 +253,7 @@ impl Sys {
 
     /// The outcome of node `n`'s program.
     pub fn outcome(&self, n: usize) -> &ProgramResult {
-        self.w.cpus[n].outcome().expect("program finished")
+        self.cpu(n).outcome().expect("program finished")
     }
 }
 

@@ -10,17 +10,17 @@ use via_abi::{Control, DescriptorRepr, DoorbellRepr, MemAttributes, MemHandle, O
 impl Sys {
     /// Maps `[va, va + len)` of node `i`'s process to scattered frames.
     pub fn map(&mut self, i: usize, va: u64, len: u64) {
-        let n = &mut self.w.nodes[i];
+        let n = &mut self.w.store[i];
         n.pt.map_range(va, len, &mut n.mem).unwrap();
     }
 
     pub fn write_mem(&mut self, i: usize, va: u64, data: &[u8]) {
-        let n = &mut self.w.nodes[i];
+        let n = &mut self.w.store[i];
         n.pt.write(&mut n.mem, va, data).unwrap();
     }
 
     pub fn read_mem(&self, i: usize, va: u64, len: usize) -> Vec<u8> {
-        let n = &self.w.nodes[i];
+        let n = &self.w.store[i];
         let mut buf = vec![0u8; len];
         n.pt.read(&n.mem, va, &mut buf).unwrap();
         buf
@@ -36,7 +36,7 @@ impl Sys {
         rdma_write: bool,
     ) -> Result<MemHandle, CmdResult> {
         self.map(i, va, len);
-        let pages = self.w.nodes[i].pt.pages_of(va, len).unwrap();
+        let pages = self.w.store[i].pt.pages_of(va, len).unwrap();
         self.post_write(i, bar::ATT_VA_LO, &(va as u32).to_le_bytes());
         self.post_write(i, bar::ATT_VA_HI, &((va >> 32) as u32).to_le_bytes());
         self.post_write(i, bar::ATT_LEN, &(len as u32).to_le_bytes());

@@ -19,7 +19,9 @@ use pci_model::{
     BridgeParams, BusParams, DmaMaster, DmaParams, HostMemory, PageTable, PciBus, PciMsg,
     TargetProfile, TxnStatus,
 };
-use sim_kernel::{Bytes, ClockDomain, ComponentId, Ctx, Duration, Kernel, MsgId, Time, World};
+use sim_kernel::{
+    Bytes, ClockDomain, ComponentId, Ctx, Duration, Kernel, MsgId, OnMisroute, Part, Time, Wiring,
+};
 use std::collections::VecDeque;
 use via_abi::bar;
 use via_abi::MacAddr;
@@ -95,7 +97,7 @@ pub struct FakeGec {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
+pub enum Role {
     Bus,
     Dma,
     Engine,
@@ -104,18 +106,16 @@ enum Role {
     Gec,
 }
 
-pub struct Two {
-    pub nodes: Vec<Node>,
-    roles: Vec<(usize, Role)>,
-}
+/// Which component of which node an id is: the parts of the wiring (the components
+/// themselves live in their [`Node`], the wiring's store, because the handlers of one
+/// node share its memories).
+#[derive(Clone, Copy, Debug)]
+pub struct At(usize, Role);
 
-impl World<Msg> for Two {
-    fn deliver(&mut self, to: ComponentId, msg: Msg, ctx: &mut Ctx<'_, Msg>) {
-        let Some(&(i, role)) = self.roles.get(to.0 as usize) else {
-            panic!("no component {to}");
-        };
-        let n = &mut self.nodes[i];
-        match (role, msg) {
+impl Part<Msg, Vec<Node>> for At {
+    fn take(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>, nodes: &mut Vec<Node>) -> Option<Msg> {
+        let n = &mut nodes[self.0];
+        match (self.1, msg) {
             (Role::Bus, Msg::Pci(m)) => n.bus.handle(m, ctx, Some(&mut n.mem)),
             (Role::Dma, Msg::Pci(m)) => n.dma.handle(m, ctx),
             (Role::Engine, Msg::Pci(m)) => n.engine.on_pci(m, ctx, &mut n.ram),
@@ -124,10 +124,14 @@ impl World<Msg> for Two {
             (Role::Att, Msg::Nic(m)) => n.att.handle(m, ctx),
             (Role::Cpu, Msg::Pci(m)) => n.cpu.push((ctx.now(), m)),
             (Role::Gec, m) => gec_handle(n, m, ctx),
-            (r, m) => panic!("{r:?} got {m:?}"),
+            (_, m) => return Some(m),
         }
+        None
     }
 }
+
+/// The two nodes (strict wiring: a message of the wrong kind fails the test).
+pub type Two = Wiring<At, Vec<Node>>;
 
 fn gec_handle(n: &mut Node, msg: Msg, ctx: &mut Ctx<'_, Msg>) {
     let engine = n.ids.engine;
@@ -233,14 +237,10 @@ impl Sys {
         let core = k.add_domain(ClockDomain::from_mhz("card.core", 33.0).unwrap());
         let sdram = k.add_domain(ClockDomain::from_mhz("card.sdram", 100.0).unwrap());
         let cpu = k.add_domain(ClockDomain::from_mhz("host.cpu", 800.0).unwrap());
-        let mut roles = Vec::new();
+        let mut w = Two::new(Vec::new(), OnMisroute::Panic);
         let mut all_ids = Vec::new();
         for i in 0..2 {
-            let mut add = |name: &str, d, r| {
-                let id = k.add_component(format!("n{i}.{name}"), d);
-                roles.push((i, r));
-                id
-            };
+            let mut add = |name: &str, d, r| w.add(&mut k, format!("n{i}.{name}"), d, At(i, r));
             all_ids.push(Ids {
                 bus: add("bus", pci, Role::Bus),
                 dma: add("dma", pci, Role::Dma),
@@ -297,17 +297,20 @@ impl Sys {
         }
         Self {
             k,
-            w: Two { nodes, roles },
+            w: {
+                w.store = nodes;
+                w
+            },
             tag: 0,
         }
     }
 
     pub fn node(&self, i: usize) -> &Node {
-        &self.w.nodes[i]
+        &self.w.store[i]
     }
 
     pub fn engine(&self, i: usize) -> &Engine {
-        &self.w.nodes[i].engine
+        &self.w.store[i].engine
     }
 
     pub fn run(&mut self) {
@@ -317,7 +320,7 @@ impl Sys {
     /// Posts a CPU write of `data` at BAR offset `off` of node `i` (not run).
     pub fn post_write(&mut self, i: usize, off: u64, data: &[u8]) {
         self.tag += 1;
-        let ids = self.w.nodes[i].ids;
+        let ids = self.w.store[i].ids;
         let now = self.k.now();
         self.k.post(
             ids.bus,
@@ -340,7 +343,7 @@ impl Sys {
     pub fn read_reg(&mut self, i: usize, off: u64) -> u32 {
         self.tag += 1;
         let tag = self.tag;
-        let ids = self.w.nodes[i].ids;
+        let ids = self.w.store[i].ids;
         let now = self.k.now();
         self.k.post(
             ids.bus,
@@ -354,7 +357,7 @@ impl Sys {
             .into(),
         );
         self.run();
-        let got = self.w.nodes[i].cpu.iter().rev().find_map(|(_, m)| match m {
+        let got = self.w.store[i].cpu.iter().rev().find_map(|(_, m)| match m {
             PciMsg::CpuReadData {
                 tag: t,
                 data,

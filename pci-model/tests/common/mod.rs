@@ -5,9 +5,10 @@
 
 use pci_model::{
     BridgeParams, BusParams, DmaMaster, DmaParams, HostMemory, MasterConfig, MasterId, Node,
-    PciBus, PciMsg, PciWorld, Probe, SimpleTarget, TargetProfile, TenureEnd, TransactionDone,
+    PciBus, PciMsg, PciParts, PciWorld, Probe, SimpleTarget, TargetProfile, TenureEnd,
+    TransactionDone,
 };
-use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, DomainId, Kernel, Time};
+use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, DomainId, Kernel, OnMisroute, Time};
 
 /// One 33 MHz PCI clock [ps].
 pub const T: u64 = 30_303;
@@ -37,10 +38,11 @@ impl Sys {
         let mut b = PciBus::new(bus).unwrap();
         b.set_tenure_log(true);
         let bridge_master = bridge.map(|p| b.attach_host_bridge(p, mem_bytes).unwrap());
-        let w = PciWorld {
-            nodes: vec![Node::Bus(Box::new(b))],
-            mem: HostMemory::new(Bytes(mem_bytes), 7).unwrap(),
-        };
+        let w = PciWorld::of(
+            vec![Node::Bus(Box::new(b))],
+            HostMemory::new(Bytes(mem_bytes), 7).unwrap(),
+            OnMisroute::Panic,
+        );
         Self {
             k,
             w,
@@ -67,10 +69,7 @@ impl Sys {
     }
 
     fn add(&mut self, name: &str, domain: DomainId, node: Node) -> ComponentId {
-        let id = self.k.add_component(name, domain);
-        assert_eq!(id.0 as usize, self.w.nodes.len());
-        self.w.nodes.push(node);
-        id
+        self.w.add(&mut self.k, name, domain, node)
     }
 
     /// A recorder in the PCI domain (`cpu`: in the CPU domain).
@@ -122,7 +121,7 @@ impl Sys {
     /// A DMA master in the PCI domain.
     pub fn dma(&mut self, params: DmaParams) -> (ComponentId, MasterId) {
         let bus = self.bus;
-        let next = ComponentId(u32::try_from(self.w.nodes.len()).unwrap());
+        let next = ComponentId(u32::try_from(self.w.len()).unwrap());
         let width = self.bus().params().width;
         let m = self
             .w

@@ -23,7 +23,7 @@ pub(super) const NO_FRAMES_WARNING: &str =
 fn captured(sys: &mut System) -> Vec<Captured> {
     let mut frames = Vec::new();
     for id in sys.nodes.clone() {
-        if let Some(Comp::MacSide(_, mac)) = sys.world.comps.get_mut(id.mac_side.0 as usize) {
+        if let Some(Comp::MacSide(_, mac)) = sys.world.get_mut(id.mac_side) {
             frames.extend(mac.tx_mut().take_capture());
         }
     }

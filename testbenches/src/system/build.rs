@@ -15,7 +15,7 @@ use host_driver::{HostCpu, HostCpuParams, HostMsg};
 use nic_model::att::{AttManager, HostTablePort};
 use nic_model::engine::{Engine, EngineParams, EnginePorts};
 use pci_model::{DmaMaster, HostMemory, PciBus};
-use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, Kernel, Time};
+use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, Kernel, OnMisroute, Time};
 use via_abi::bar::BAR0_SIZE;
 use via_abi::MacAddr;
 
@@ -168,8 +168,7 @@ impl System {
         let link = Link::new(gige.link);
         let gec_params = cfg.gec_params();
         let mac_params = cfg.mac_params();
-        let mut comps = Vec::new();
-        let mut stores = Vec::new();
+        let mut world = SystemWorld::new(Vec::with_capacity(count), OnMisroute::Count);
         let mut macs = Vec::new();
         for (n, id) in ids.iter().enumerate() {
             let far = ids[(n + 1) % count];
@@ -292,16 +291,19 @@ impl System {
             }
 
             // Registration order must match `NodeIds`.
-            comps.push(Comp::Cpu(n, Box::new(cpu)));
-            comps.push(Comp::SystemBus(n, Box::new(sys)));
-            comps.push(Comp::Dma(n, Box::new(dma)));
-            comps.push(Comp::Engine(n, Box::new(engine)));
-            comps.push(Comp::Att(n, Box::new(att)));
-            comps.push(Comp::Gec(n, Box::new(gec)));
-            comps.push(Comp::LocalBus(n, Box::new(local)));
-            comps.push(Comp::MacBus(n, Box::new(mac_bus)));
-            comps.push(Comp::MacSide(n, Box::new(mac_side)));
-            comps.push(Comp::AttPort(n, Box::new(HostTablePort::new(id.dma))));
+            world.place(id.cpu, Comp::Cpu(n, Box::new(cpu)));
+            world.place(id.system_bus, Comp::SystemBus(n, Box::new(sys)));
+            world.place(id.dma, Comp::Dma(n, Box::new(dma)));
+            world.place(id.engine, Comp::Engine(n, Box::new(engine)));
+            world.place(id.att, Comp::Att(n, Box::new(att)));
+            world.place(id.gec, Comp::Gec(n, Box::new(gec)));
+            world.place(id.local_bus, Comp::LocalBus(n, Box::new(local)));
+            world.place(id.mac_bus, Comp::MacBus(n, Box::new(mac_bus)));
+            world.place(id.mac_side, Comp::MacSide(n, Box::new(mac_side)));
+            world.place(
+                id.att_port,
+                Comp::AttPort(n, Box::new(HostTablePort::new(id.dma))),
+            );
 
             let seed = cfg.sim.seed ^ ((n as u64 + 1) << 48);
             let mut mem = HostMemory::new(Bytes(cfg.host_memory_bytes()), seed)
@@ -317,18 +319,14 @@ impl System {
                     mem.reserve_frame(pa).map_err(model("host.memory_mb"))?;
                 }
             }
-            stores.push(NodeStore {
+            world.store.push(NodeStore {
                 mem,
                 ram: BufferRam::new(layout.clone()).map_err(model("card buffers"))?,
             });
         }
         Ok(Self {
             kernel: k,
-            world: SystemWorld {
-                comps,
-                nodes: stores,
-                misrouted: 0,
-            },
+            world,
             nodes: ids,
             macs,
         })
@@ -337,7 +335,7 @@ impl System {
     /// The host CPU of node `n`.
     pub fn cpu_mut(&mut self, n: usize) -> Option<&mut HostCpu> {
         let id = self.nodes.get(n)?.cpu;
-        match self.world.comps.get_mut(id.0 as usize) {
+        match self.world.get_mut(id) {
             Some(Comp::Cpu(_, c)) => Some(c),
             _ => None,
         }
@@ -347,7 +345,7 @@ impl System {
     #[must_use]
     pub fn cpu(&self, n: usize) -> Option<&HostCpu> {
         let id = self.nodes.get(n)?.cpu;
-        match self.world.comps.get(id.0 as usize) {
+        match self.world.get(id) {
             Some(Comp::Cpu(_, c)) => Some(c),
             _ => None,
         }
@@ -357,7 +355,7 @@ impl System {
     #[must_use]
     pub fn engine(&self, n: usize) -> Option<&Engine> {
         let id = self.nodes.get(n)?.engine;
-        match self.world.comps.get(id.0 as usize) {
+        match self.world.get(id) {
             Some(Comp::Engine(_, e)) => Some(e),
             _ => None,
         }
@@ -379,10 +377,8 @@ impl System {
     pub fn wrong_inputs(&self) -> Vec<(String, u64)> {
         use super::world::Comp;
         self.world
-            .comps
             .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
+            .filter_map(|(id, c)| {
                 let n = match c {
                     Comp::Cpu(_, c) => c.stats().wrong_inputs,
                     Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => b.stats().wrong_inputs,
@@ -394,7 +390,6 @@ impl System {
                     Comp::MacSide(_, m) => m.stats().wrong_inputs,
                     Comp::AttPort(..) => 0,
                 };
-                let id = sim_kernel::ComponentId(u32::try_from(i).ok()?);
                 (n > 0).then(|| (self.kernel.component_name(id).to_owned(), n))
             })
             .collect()

@@ -190,8 +190,8 @@ pub fn run_pingpong_adjusted(
         RunEnd::Finished | RunEnd::ProgramFailed => {}
         RunEnd::Stalled(stall) => return Err(RunError::Stalled(stall)),
     }
-    if sys.world.misrouted > 0 {
-        return Err(RunError::Misrouted(sys.world.misrouted));
+    if sys.world.misrouted() > 0 {
+        return Err(RunError::Misrouted(sys.world.misrouted()));
     }
     let wrong = sys.wrong_inputs();
     if !wrong.is_empty() {

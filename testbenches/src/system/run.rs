@@ -144,7 +144,7 @@ impl System {
     /// doorbells, status writes, translations and registrations. Register reads and
     /// writes do not count.
     fn work_done(&self) -> u64 {
-        self.world.comps.iter().fold(0u64, |sum, c| {
+        self.world.iter().fold(0u64, |sum, (_, c)| {
             let n = match c {
                 Comp::Dma(_, d) => d.stats().jobs,
                 Comp::Engine(_, e) => {
@@ -174,7 +174,7 @@ impl System {
     /// The non-zero counters of lost, refused or failed work, per component.
     fn losses(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        for (i, c) in self.world.comps.iter().enumerate() {
+        for (id, c) in self.world.iter() {
             let counts: Vec<(&str, u64)> = match c {
                 Comp::MacSide(_, m) => {
                     let s = m.stats();
@@ -212,7 +212,6 @@ impl System {
                 .map(|(what, n)| format!("{n} {what}"))
                 .collect();
             if !text.is_empty() {
-                let id = sim_kernel::ComponentId(u32::try_from(i).unwrap_or(u32::MAX));
                 out.push((self.kernel.component_name(id).to_owned(), text.join(", ")));
             }
         }

@@ -2,8 +2,10 @@
 //! type `Msg` they exchange, and the routing of each delivered message to its handler
 //! with the node's physical storage (host memory, card buffer RAM) passed in.
 //!
-//! A message of the wrong kind for its target is a wiring bug, not an input: it is
-//! counted in [`SystemWorld::misrouted`] and logged, never silently lost.
+//! The World is a [`sim_kernel::Wiring`]: this file only says which message kinds each
+//! component takes, with which storage. A message of the wrong kind for its target is a
+//! wiring bug, not an input: the wiring counts it (`misrouted()`, the first ones in full)
+//! and traces an error, and the run fails; it is never silently lost.
 
 use gige_mac::dp83820::{Dp83820Bus, Dp83820Mac};
 use gige_mac::gec::Gec;
@@ -13,7 +15,7 @@ use nic_model::att::{AttManager, HostTablePort};
 use nic_model::engine::Engine;
 use nic_model::NicMsg;
 use pci_model::{DmaMaster, HostMemory, PciBus, PciMsg};
-use sim_kernel::{ComponentId, Ctx, World};
+use sim_kernel::{Ctx, Part, Wiring};
 
 /// Every message of the system: one variant per model crate.
 #[derive(Clone, Debug)]
@@ -82,99 +84,36 @@ pub struct NodeStore {
     pub ram: BufferRam,
 }
 
-/// All components and storage, indexed by [`ComponentId`].
-pub struct SystemWorld {
-    /// Components in registration order (index = component id).
-    pub comps: Vec<Comp>,
-    /// Storage of each node.
-    pub nodes: Vec<NodeStore>,
-    /// Messages that reached a component that does not take their kind (wiring bugs).
-    pub misrouted: u64,
-}
+/// All components and storage, by [`ComponentId`]: the system's [`Wiring`] (counting
+/// misroutes: a run fails on any, `RunError::Misrouted`).
+pub type SystemWorld = Wiring<Comp, Vec<NodeStore>>;
 
-impl SystemWorld {
-    fn misroute(&mut self, to: ComponentId, what: &'static str) {
-        self.misrouted += 1;
-        tracing::error!(target: "system", %to, what, "message of the wrong kind for its target");
-    }
-}
-
-impl World<Msg> for SystemWorld {
-    fn deliver(&mut self, to: ComponentId, msg: Msg, ctx: &mut Ctx<'_, Msg>) {
-        let Some(comp) = self.comps.get_mut(to.0 as usize) else {
-            self.misroute(to, "no such component");
-            return;
-        };
-        let nodes = &mut self.nodes;
-        let ok = match (comp, msg) {
-            (Comp::Cpu(n, c), Msg::Pci(m)) => {
-                c.on_pci(m, ctx, &mut nodes[*n].mem);
-                true
-            }
-            (Comp::Cpu(n, c), Msg::Host(m)) => {
-                c.on_host(m, ctx, &mut nodes[*n].mem);
-                true
-            }
-            (Comp::SystemBus(n, b), Msg::Pci(m)) => {
-                b.handle(m, ctx, Some(&mut nodes[*n].mem));
-                true
-            }
-            (Comp::LocalBus(_, b), Msg::Pci(m)) => {
-                b.handle(m, ctx, None);
-                true
-            }
-            (Comp::Dma(_, d), Msg::Pci(m)) => {
-                d.handle(m, ctx);
-                true
-            }
-            (Comp::Att(_, a), Msg::Nic(m)) => {
-                a.handle(m, ctx);
-                true
-            }
-            (Comp::Engine(n, e), Msg::Pci(m)) => {
-                e.on_pci(m, ctx, &mut nodes[*n].ram);
-                true
-            }
-            (Comp::Engine(n, e), Msg::Nic(m)) => {
-                e.on_nic(m, ctx, &mut nodes[*n].ram);
-                true
-            }
-            (Comp::Engine(n, e), Msg::Mac(m)) => {
-                e.on_mac(m, ctx, &mut nodes[*n].ram);
-                true
-            }
-            (Comp::Gec(n, g), Msg::Mac(m)) => {
-                g.handle_mac(m, ctx, &mut nodes[*n].ram);
-                true
-            }
-            (Comp::Gec(n, g), Msg::Pci(m)) => {
-                g.handle_pci(m, ctx, &mut nodes[*n].ram);
-                true
-            }
-            (Comp::MacBus(_, d), Msg::Pci(m)) => {
-                d.handle_pci(m, ctx);
-                true
-            }
-            (Comp::MacBus(_, d), Msg::Mac(m)) => {
-                d.handle_mac(m, ctx);
-                true
-            }
-            (Comp::AttPort(_, p), Msg::Nic(m)) => {
-                p.on_nic(m, ctx);
-                true
-            }
-            (Comp::AttPort(_, p), Msg::Pci(m)) => {
-                p.on_pci(m, ctx);
-                true
-            }
-            (Comp::MacSide(_, d), Msg::Mac(m)) => {
-                d.handle(m, ctx);
-                true
-            }
-            _ => false,
-        };
-        if !ok {
-            self.misroute(to, "kind");
+impl Part<Msg, Vec<NodeStore>> for Comp {
+    fn take(
+        &mut self,
+        msg: Msg,
+        ctx: &mut Ctx<'_, Msg>,
+        nodes: &mut Vec<NodeStore>,
+    ) -> Option<Msg> {
+        match (self, msg) {
+            (Comp::Cpu(n, c), Msg::Pci(m)) => c.on_pci(m, ctx, &mut nodes[*n].mem),
+            (Comp::Cpu(n, c), Msg::Host(m)) => c.on_host(m, ctx, &mut nodes[*n].mem),
+            (Comp::SystemBus(n, b), Msg::Pci(m)) => b.handle(m, ctx, Some(&mut nodes[*n].mem)),
+            (Comp::LocalBus(_, b), Msg::Pci(m)) => b.handle(m, ctx, None),
+            (Comp::Dma(_, d), Msg::Pci(m)) => d.handle(m, ctx),
+            (Comp::Att(_, a), Msg::Nic(m)) => a.handle(m, ctx),
+            (Comp::Engine(n, e), Msg::Pci(m)) => e.on_pci(m, ctx, &mut nodes[*n].ram),
+            (Comp::Engine(n, e), Msg::Nic(m)) => e.on_nic(m, ctx, &mut nodes[*n].ram),
+            (Comp::Engine(n, e), Msg::Mac(m)) => e.on_mac(m, ctx, &mut nodes[*n].ram),
+            (Comp::Gec(n, g), Msg::Mac(m)) => g.handle_mac(m, ctx, &mut nodes[*n].ram),
+            (Comp::Gec(n, g), Msg::Pci(m)) => g.handle_pci(m, ctx, &mut nodes[*n].ram),
+            (Comp::MacBus(_, d), Msg::Pci(m)) => d.handle_pci(m, ctx),
+            (Comp::MacBus(_, d), Msg::Mac(m)) => d.handle_mac(m, ctx),
+            (Comp::AttPort(_, p), Msg::Nic(m)) => p.on_nic(m, ctx),
+            (Comp::AttPort(_, p), Msg::Pci(m)) => p.on_pci(m, ctx),
+            (Comp::MacSide(_, d), Msg::Mac(m)) => d.handle(m, ctx),
+            (_, m) => return Some(m),
         }
+        None
     }
 }

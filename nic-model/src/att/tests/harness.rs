@@ -8,7 +8,7 @@ use crate::att::{
 };
 use crate::msg::{NicMsg, ReqId};
 use crate::sdram::SdramStore;
-use sim_kernel::{ClockDomain, ComponentId, Ctx, Cycles, Kernel, MsgId, Time, World};
+use sim_kernel::{ClockDomain, ComponentId, Ctx, Cycles, Kernel, MsgId, OnMisroute, Time, Wiring};
 use via_abi::{MemHandle, ProtectionTag};
 
 /// 10 ns: one cycle of every domain here.
@@ -25,7 +25,8 @@ pub struct FakePort {
 }
 
 impl FakePort {
-    fn handle(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, NicMsg>) {
+    /// Answers a table read or write; gives any other message back.
+    fn handle(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, NicMsg>) -> Option<NicMsg> {
         match msg {
             NicMsg::AttTableRead {
                 tag,
@@ -67,35 +68,38 @@ impl FakePort {
                     NicMsg::AttTableWriteDone { tag, result },
                 );
             }
-            other => panic!("fake port got {other:?}"),
+            other => return Some(other),
         }
+        None
     }
 }
 
-pub struct Bench {
-    pub att: AttManager,
-    pub port: Option<FakePort>,
-    pub replies: Vec<(Time, NicMsg)>,
+/// The components of the bench.
+pub enum Part {
+    Att(Box<AttManager>),
+    /// Records every reply with its arrival time.
+    Client(Vec<(Time, NicMsg)>),
+    Port(FakePort),
 }
+
+impl sim_kernel::Part<NicMsg, ()> for Part {
+    fn take(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, NicMsg>, (): &mut ()) -> Option<NicMsg> {
+        match self {
+            Part::Att(a) => a.handle(msg, ctx),
+            Part::Client(replies) => replies.push((ctx.now(), msg)),
+            Part::Port(p) => return p.handle(msg, ctx),
+        }
+        None
+    }
+}
+
+/// The bench's wiring (strict: a message of the wrong kind fails the test).
+pub type Bench = Wiring<Part>;
 
 pub const ATT: ComponentId = ComponentId(0);
 pub const CLIENT: ComponentId = ComponentId(1);
 pub const PORT: ComponentId = ComponentId(2);
 
-impl World<NicMsg> for Bench {
-    fn deliver(&mut self, to: ComponentId, msg: NicMsg, ctx: &mut Ctx<'_, NicMsg>) {
-        match to {
-            ATT => self.att.handle(msg, ctx),
-            CLIENT => self.replies.push((ctx.now(), msg)),
-            _ => match self.port.as_mut() {
-                Some(p) => p.handle(msg, ctx),
-                None => panic!("no port"),
-            },
-        }
-    }
-}
-
-/// The system: kernel (tracing on) and world.
 pub struct Sys {
     pub k: Kernel<NicMsg>,
     pub b: Bench,
@@ -123,19 +127,41 @@ impl Sys {
         let mut k = Kernel::new(true);
         let sdram = k.add_domain(ClockDomain::from_mhz("card.sdram", 100.0).expect("ok"));
         let core = k.add_domain(ClockDomain::from_mhz("client", 100.0).expect("ok"));
-        assert_eq!(k.add_component("att", sdram), ATT);
-        assert_eq!(k.add_component("client", core), CLIENT);
-        assert_eq!(k.add_component("port", core), PORT);
         let table_port = port.as_ref().map(|_| PORT);
         let att = AttManager::new(params, table_port).expect("valid params");
-        Self {
-            k,
-            b: Bench {
-                att,
-                port,
-                replies: Vec::new(),
-            },
-            next_req: 0,
+        let mut b = Bench::new((), OnMisroute::Panic);
+        assert_eq!(b.add(&mut k, "att", sdram, Part::Att(Box::new(att))), ATT);
+        assert_eq!(
+            b.add(&mut k, "client", core, Part::Client(Vec::new())),
+            CLIENT
+        );
+        if let Some(port) = port {
+            assert_eq!(b.add(&mut k, "port", core, Part::Port(port)), PORT);
+        }
+        Self { k, b, next_req: 0 }
+    }
+
+    /// The ATT manager.
+    pub fn att(&self) -> &AttManager {
+        match self.b.get(ATT) {
+            Some(Part::Att(a)) => a,
+            _ => panic!("no ATT manager"),
+        }
+    }
+
+    /// The replies the client got, in order.
+    pub fn replies(&mut self) -> &mut Vec<(Time, NicMsg)> {
+        match self.b.get_mut(CLIENT) {
+            Some(Part::Client(r)) => r,
+            _ => panic!("no client"),
+        }
+    }
+
+    /// The fake table port (host-memory ATT only).
+    pub fn port(&mut self) -> &mut FakePort {
+        match self.b.get_mut(PORT) {
+            Some(Part::Port(p)) => p,
+            _ => panic!("no table port"),
         }
     }
 
@@ -149,7 +175,7 @@ impl Sys {
     pub fn call(&mut self, at: u64, msg: NicMsg) -> (u64, NicMsg) {
         self.k.post(ATT, Time(at * CYCLE_PS), msg);
         self.k.run_to_idle(&mut self.b);
-        let (t, reply) = self.b.replies.pop().expect("a reply");
+        let (t, reply) = self.replies().pop().expect("a reply");
         (t.0 / CYCLE_PS, reply)
     }
 

@@ -28,7 +28,7 @@ fn table_accesses_go_through_the_port_with_its_delay() {
     let (r, at) = s.translate_at(1000, h, VA + 0xF00, 8, AccessKind::RdmaWrite, TAG);
     assert_eq!(r.expect("ok")[0].pa, 0x0123_4000);
     assert_eq!(at, 1043);
-    let seen = &s.b.port.as_ref().expect("port").seen;
+    let seen = &s.port().seen;
     let t = |c: u64| Time(c * CYCLE_PS);
     assert_eq!(
         seen[..],
@@ -42,7 +42,7 @@ fn table_accesses_go_through_the_port_with_its_delay() {
     // The bytes in host memory are the ones the card would have in SDRAM.
     let cli =
         crate::att::preview_registration(&AttParams::host_memory(), &example()).expect("valid");
-    let mem = &s.b.port.as_ref().expect("port").mem;
+    let mem = &s.port().mem;
     assert_eq!(
         mem.read_vec(0x0100_0000, 24).expect("in range"),
         cli.l1_bytes
@@ -59,7 +59,7 @@ fn table_accesses_go_through_the_port_with_its_delay() {
 fn dma_failure_refuses_the_translation() {
     let mut s = Sys::host(AttParams::host_memory(), 5);
     let h = s.register(example()).expect("ok");
-    s.b.port.as_mut().expect("port").fail_reads = true;
+    s.port().fail_reads = true;
     let e = s
         .translate(h, VA, 4, AccessKind::RdmaWrite, TAG)
         .expect_err("bus error");
@@ -72,7 +72,7 @@ fn dma_failure_refuses_the_translation() {
         Status::RDMA_PROTECTION_ERROR
     );
     // Deregistration still works (writes only) and the handle then fails as stale.
-    s.b.port.as_mut().expect("port").fail_reads = false;
+    s.port().fail_reads = false;
     s.deregister(h).expect("ok");
     assert_eq!(
         s.translate(h, VA, 4, AccessKind::LocalRead, TAG),

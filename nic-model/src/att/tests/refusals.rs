@@ -113,7 +113,7 @@ fn stale_and_forged_handles() {
         .expect_err("stale");
     assert_eq!(e, TranslateError::StaleHandle(a));
     assert_eq!(s.deregister(a), Err(DeregisterError::InvalidHandle(a)));
-    let (l1, _) = s.b.att.read_entry(0).expect("card");
+    let (l1, _) = s.att().read_entry(0).expect("card");
     assert_eq!(
         (l1.page_count, l1.generation, l1.attributes.bits()),
         (0, 0, 0),
@@ -178,7 +178,7 @@ fn bad_registrations_are_refused() {
         ..example(true)
     };
     assert_eq!(s.register(no_tag), Err(RegisterError::InvalidPtag));
-    assert_eq!(s.b.att.table().live(), 0, "nothing taken");
+    assert_eq!(s.att().table().live(), 0, "nothing taken");
 }
 
 #[test]
@@ -188,7 +188,7 @@ fn registration_writes_what_the_cli_shows_and_via_abi_parses_it() {
     let cli = layout_att(r.va, r.len, &r.pages).expect("valid");
     let h = s.register(r).expect("ok");
     assert_eq!(h, cli.handle);
-    let store = s.b.att.sdram().expect("card");
+    let store = s.att().sdram().expect("card");
     let l1 = store
         .read_vec(u64::from(cli.l1_addr), 24)
         .expect("in range");
@@ -215,16 +215,16 @@ fn registration_writes_what_the_cli_shows_and_via_abi_parses_it() {
             }
         ]
     );
-    assert_eq!(s.b.att.read_entry(0), Some((parsed, cli.l2().to_vec())));
+    assert_eq!(s.att().read_entry(0), Some((parsed, cli.l2().to_vec())));
 }
 
 #[test]
 fn zero_length_translation_checks_but_reads_no_l2() {
     let mut s = Sys::new(AttParams::default());
     let h = s.register(example(true)).expect("ok");
-    let before = s.b.att.stats();
+    let before = s.att().stats();
     assert_eq!(s.translate(h, 0x0804_C810, 0, RDMA_W, TAG), Ok(vec![]));
-    assert_eq!(s.b.att.stats().l2_reads, before.l2_reads);
+    assert_eq!(s.att().stats().l2_reads, before.l2_reads);
     assert!(matches!(
         s.translate(h, 0x0804_C811, 0, RDMA_W, TAG),
         Err(TranslateError::OutOfBounds { .. })

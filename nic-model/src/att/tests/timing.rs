@@ -68,7 +68,7 @@ fn registration_then_warm_then_refresh_collision() {
     assert_eq!(at, 1584);
     assert_eq!(s.spans(id, "att L1 read"), vec![(1561, 1569)]);
     assert_eq!(s.spans(id, "att L2 read"), vec![(1569, 1583)]);
-    assert_eq!(s.b.att.sdram_controller().map(|c| c.refreshes()), Some(1));
+    assert_eq!(s.att().sdram_controller().map(|c| c.refreshes()), Some(1));
 }
 
 #[test]
@@ -113,14 +113,14 @@ fn requests_queue_in_arrival_order() {
         );
     }
     s.k.run_to_idle(&mut s.b);
-    let times: Vec<u64> =
-        s.b.replies
-            .iter()
-            .map(|(t, _)| t.0 / super::harness::CYCLE_PS)
-            .collect();
+    let times: Vec<u64> = s
+        .replies()
+        .iter()
+        .map(|(t, _)| t.0 / super::harness::CYCLE_PS)
+        .collect();
     assert_eq!(times, vec![1012, 1028]);
-    assert_eq!(s.b.att.stats().translations, 2);
-    assert_eq!(s.b.att.state(), crate::att::AttState::Idle);
+    assert_eq!(s.att().stats().translations, 2);
+    assert_eq!(s.att().state(), crate::att::AttState::Idle);
 }
 
 #[test]
@@ -140,5 +140,5 @@ fn stray_messages_are_dropped_without_panic() {
         s.k.post(super::harness::ATT, sim_kernel::Time(0), m);
     }
     s.k.run_to_idle(&mut s.b);
-    assert!(s.b.replies.is_empty());
+    assert!(s.replies().is_empty());
 }
