@@ -220,9 +220,9 @@ fn rdma_write_with_immediate_consumes_a_receive_descriptor() {
 fn tiny_fifos_and_single_slots_still_move_every_byte() {
     let mut s = Sys::new(Config {
         engine: nic_model::engine::EngineParams {
-            send_fifo_bytes: 100,
-            recv_fifo_bytes: 60,
-            dma_chunk_bytes: 512,
+            send_fifo_bytes: sim_kernel::Bytes(100),
+            recv_fifo_bytes: sim_kernel::Bytes(60),
+            dma_chunk_bytes: sim_kernel::Bytes(512),
             ..nic_model::engine::EngineParams::default()
         },
         layout: gige_mac::BufferLayout {

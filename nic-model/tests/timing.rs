@@ -176,8 +176,8 @@ fn mixed(stepping: WordStepping) -> (Sys, Vec<u64>) {
         trace: true,
         engine: EngineParams {
             stepping,
-            send_fifo_bytes: 1024,
-            recv_fifo_bytes: 700,
+            send_fifo_bytes: sim_kernel::Bytes(1024),
+            recv_fifo_bytes: sim_kernel::Bytes(700),
             ..EngineParams::default()
         },
         ..Config::default()

@@ -165,8 +165,8 @@ impl Engine {
         layout.validate()?;
         Ok(Self {
             vis: ViTable::new(params.max_vis),
-            send: SendPath::new(layout.tx_slots, params.send_fifo_bytes),
-            recv: RecvPath::new(params.recv_fifo_bytes),
+            send: SendPath::new(layout.tx_slots, params.send_fifo_bytes.0),
+            recv: RecvPath::new(params.recv_fifo_bytes.0),
             params,
             ports,
             layout: layout.clone(),

@@ -9,7 +9,7 @@
 //! latency later. A 32-bit word path is the paper's ("one word per clock").
 
 use gige_mac::BufferError;
-use sim_kernel::{ComponentId, Cycles, MsgId};
+use sim_kernel::{Bytes, ComponentId, Cycles, MsgId};
 use via_abi::bar;
 use via_abi::MacAddr;
 
@@ -98,13 +98,13 @@ pub struct EngineParams {
     pub reg_read_wait: Cycles,
     /// Size of the Send FIFO between the DMA master and the TX buffers \[bytes\]. Default
     /// 2048 (four 512-byte bursts); assumption (not published).
-    pub send_fifo_bytes: u64,
+    pub send_fifo_bytes: Bytes,
     /// Size of the Recv FIFO between the RX buffers and the DMA master \[bytes\]. Default
     /// 2048; assumption (not published).
-    pub recv_fifo_bytes: u64,
+    pub recv_fifo_bytes: Bytes,
     /// Largest payload DMA the engine asks the DMA master for at once \[bytes\]. Default
     /// 512; paper (512-byte DMA bursts).
-    pub dma_chunk_bytes: u64,
+    pub dma_chunk_bytes: Bytes,
     /// Pages the ATT registration mailbox accepts for one region \[pages\]. Default 65 536
     /// (256 MB, the host's memory); assumption.
     pub max_region_pages: usize,
@@ -137,9 +137,9 @@ impl Default for EngineParams {
             handoff_cycles: Cycles(1),
             header_check_cycles: Cycles(2),
             reg_read_wait: Cycles(0),
-            send_fifo_bytes: 2048,
-            recv_fifo_bytes: 2048,
-            dma_chunk_bytes: 512,
+            send_fifo_bytes: Bytes(2048),
+            recv_fifo_bytes: Bytes(2048),
+            dma_chunk_bytes: Bytes(512),
             max_region_pages: 65_536,
             max_pending_connects: 8,
             msg_id_base: MsgId(1),
@@ -173,10 +173,10 @@ impl EngineParams {
         if self.recv_queue_depth == 0 || self.max_send_contexts == 0 {
             return bad("recv_queue_depth/max_send_contexts", "must be >= 1");
         }
-        if self.send_fifo_bytes < 4 || self.recv_fifo_bytes < 4 {
+        if self.send_fifo_bytes.0 < 4 || self.recv_fifo_bytes.0 < 4 {
             return bad("send/recv_fifo_bytes", "must hold at least one 32-bit word");
         }
-        if self.dma_chunk_bytes == 0 {
+        if self.dma_chunk_bytes.0 == 0 {
             return bad("dma_chunk_bytes", "must be > 0");
         }
         if self.handoff_cycles.0 == 0 {
@@ -191,13 +191,13 @@ impl EngineParams {
     /// Payload DMA chunk for a Send FIFO of this size: never larger than the FIFO.
     #[must_use]
     pub(crate) fn tx_chunk(&self) -> u64 {
-        self.dma_chunk_bytes.min(self.send_fifo_bytes)
+        self.dma_chunk_bytes.0.min(self.send_fifo_bytes.0)
     }
 
     /// Payload DMA chunk for a Recv FIFO of this size.
     #[must_use]
     pub(crate) fn rx_chunk(&self) -> u64 {
-        self.dma_chunk_bytes.min(self.recv_fifo_bytes)
+        self.dma_chunk_bytes.0.min(self.recv_fifo_bytes.0)
     }
 }
 

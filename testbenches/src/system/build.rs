@@ -187,9 +187,9 @@ impl System {
                 header_build_cycles: Cycles(u64::from(ec.header_build_cycles)),
                 handoff_cycles: Cycles(u64::from(ec.handoff_cycles)),
                 header_check_cycles: Cycles(u64::from(ec.header_check_cycles)),
-                send_fifo_bytes: u64::from(ec.send_fifo_bytes),
-                dma_chunk_bytes: u64::from(cfg.pci.system.burst_bytes),
-                recv_fifo_bytes: u64::from(ec.recv_fifo_bytes),
+                send_fifo_bytes: Bytes(u64::from(ec.send_fifo_bytes)),
+                dma_chunk_bytes: Bytes(u64::from(cfg.pci.system.burst_bytes)),
+                recv_fifo_bytes: Bytes(u64::from(ec.recv_fifo_bytes)),
                 stepping: match cfg.sim.stepping {
                     crate::config::SimStepping::Fast => nic_model::engine::WordStepping::Batched,
                     crate::config::SimStepping::Exact => nic_model::engine::WordStepping::PerWord,
