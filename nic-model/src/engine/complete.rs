@@ -108,6 +108,8 @@ impl Engine {
                 }
                 continue;
             };
+            // Not a miss: the send at the head of the VI's order is not done yet; the
+            // later ones wait for it.
             let SendStage::AwaitTurn { reachable } = s.stage() else {
                 return;
             };
@@ -304,6 +306,8 @@ impl Engine {
             .map(|v| v.send_order.iter().copied().collect())
             .unwrap_or_default();
         for id in ids {
+            // May miss: a send already completed whose entry `complete_in_order` has not
+            // dropped yet.
             let Some(s) = self.send.ctxs.get_mut(&id) else {
                 continue;
             };

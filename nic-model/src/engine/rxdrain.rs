@@ -48,8 +48,13 @@ impl Engine {
         let Some(w) = self.recv.front.cur.as_mut() else {
             return;
         };
-        let (Some(id), Ok(base)) = (w.target, self.layout.rx_buffer(w.frame.slot)) else {
+        // Not a miss: the frame was not given a message (yet): nothing to drain.
+        let Some(id) = w.target else {
             return;
+        };
+        // The slot was read at the header check (a bad one drops the frame there).
+        let Ok(base) = self.layout.rx_buffer(w.frame.slot) else {
+            return self.bookkeeping_miss("RX buffer slot of the frame being drained");
         };
         let now = io.now();
         while let Some(c) = w.plan.front() {
