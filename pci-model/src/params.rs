@@ -70,7 +70,8 @@ pub enum Stepping {
     PerClock,
     /// One event at the end of each run of clocks in which nothing observable can happen
     /// (plain data phases of an uncontended burst, an idle bus): the same per-clock state
-    /// machine is stepped for the skipped clocks when the event fires.
+    /// machine is stepped for the skipped clocks when the event fires, except that a run
+    /// of plain data phases is applied as a whole (`bus/bulk.rs`).
     FastForward,
 }
 

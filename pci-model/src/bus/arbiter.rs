@@ -20,7 +20,7 @@
 use crate::params::ParkPolicy;
 
 /// The arbiter state: who holds GNT# and whether it has used it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Arbiter {
     gnt: Option<usize>,
     used: bool,

@@ -20,8 +20,8 @@
 //! **Stepping.** [`Stepping::PerClock`] ticks every clock while anything is pending.
 //! [`Stepping::FastForward`] ticks only at clocks where something observable can happen
 //! (an output message, a state change, a host-memory commit) and steps the quiet clocks
-//! in between when it wakes, through the same per-clock function; a test proves both
-//! give identical results.
+//! in between when it wakes, through the same per-clock function (a run of plain data
+//! phases as a whole, see `bulk.rs`); a test proves both give identical results.
 //!
 //! **Masters.** A master hands the bus whole [`BusRequest`]s; the bus plays the master's
 //! PCI interface: REQ# while a request is queued, repeats a retried transaction,
@@ -40,6 +40,7 @@
 //! configuration commands, parity, LOCK#, a master that inserts wait states.
 
 pub(crate) mod arbiter;
+mod bulk;
 mod complete;
 pub mod fsm;
 mod inputs;
@@ -507,6 +508,12 @@ impl PciBus {
                 }
             }
             let c = self.clk_next;
+            let plain = self.plain_run(c, target + 1 - c);
+            if plain > 0 {
+                self.advance_plain(c, plain);
+                self.clk_next = c + plain;
+                continue;
+            }
             self.step(c, ctx, mem);
             self.clk_next = c + 1;
         }

@@ -1,0 +1,92 @@
+//! Fast-forward over plain data phases: a run of clocks in which the transaction in
+//! progress moves one word per clock (no wait state, no STOP#, FRAME# asserted, no
+//! commit, no output) is applied as a whole instead of clock by clock.
+//!
+//! Only the arbiter and the counters can differ between the clocks of such a run. The
+//! REQ# lines are constant between the clocks where a master's hold-off ends or its
+//! queued request becomes visible (no message lands inside a run: the bus only fast
+//! forwards inside `run_to`, before a new input is accepted), so the arbiter is stepped
+//! only until its state stops changing in each stretch of constant REQ# lines, and the
+//! grant-wait counters grow by the stretch's length. [`Stepping::PerClock`] never takes
+//! this path; the PCI lockstep tests and the system's lockstep harness compare the two.
+
+use super::PciBus;
+use crate::params::Stepping;
+
+impl PciBus {
+    /// How many clocks from `c` on (at most `max`) are plain data phases of the
+    /// transaction in progress, given the state after clock `c - 1`; 0 when stepping is
+    /// per clock.
+    pub(super) fn plain_run(&self, c: u64, max: u64) -> u64 {
+        if self.params.stepping != Stepping::FastForward || c == 0 || max == 0 {
+            return 0;
+        }
+        let mut n = self.quiet_clocks(c - 1).min(max);
+        if let Some(k) = self.next_commit_clock() {
+            n = n.min(k.saturating_sub(c));
+        }
+        n
+    }
+
+    /// Applies `n` plain data phases in clocks `c .. c + n` (see the module doc); the
+    /// caller has checked them with [`PciBus::plain_run`].
+    pub(super) fn advance_plain(&mut self, c: u64, n: u64) {
+        let Some(owner) = self.active.as_ref().map(|t| t.master) else {
+            return;
+        };
+        let end = c + n;
+        let mut reqs = std::mem::take(&mut self.reqs_buf);
+        let mut k = c;
+        while k < end {
+            self.req_lines(k, &mut reqs);
+            let stretch_end = self.next_req_change(k, end);
+            let mut j = k;
+            while j < stretch_end {
+                let before = self.arb.clone();
+                self.arb.step(&reqs, None, false);
+                j += 1;
+                if self.arb == before {
+                    break;
+                }
+            }
+            let clocks = stretch_end - k;
+            for (m, &r) in reqs.iter().enumerate() {
+                if r && m != owner {
+                    if let Some(s) = self.stats.per_master.get_mut(m) {
+                        s.wait_for_grant_cycles += clocks;
+                    }
+                }
+            }
+            k = stretch_end;
+        }
+        self.reqs_buf = reqs;
+        if let Some(t) = self.active.as_mut() {
+            t.done_words += n;
+            t.first_data.get_or_insert(c);
+            t.last_data = Some(end - 1);
+        }
+        self.stats.data_phases += n;
+        self.stats.cycles += n;
+        self.stats.busy_cycles += n;
+    }
+
+    /// The first clock in `(k, end)` whose REQ# lines may differ from clock `k`'s, else
+    /// `end`. A master's line (REQ# of the clock before) turns on once its hold-off has
+    /// passed and its next request has arrived, and nothing turns it off inside a run.
+    fn next_req_change(&self, k: u64, end: u64) -> u64 {
+        let busy = self.active.as_ref().map(|t| t.master);
+        let mut next = end;
+        for (m, port) in self.masters.iter().enumerate() {
+            let skip = usize::from(busy == Some(m));
+            let Some(q) = port.queue.get(skip) else {
+                continue;
+            };
+            // REQ# in clock x is sampled from clock x - 1.
+            let on_from = port.hold_until.max(q.arrival).saturating_add(1);
+            if on_from > k && on_from < next {
+                next = on_from;
+            }
+        }
+        next
+    }
+}
