@@ -1,6 +1,9 @@
-//! The determinism digest: trace digests, one-way latencies and event counts of a fixed
-//! set of ping-pong runs on every preset. A change that must not move results leaves this
-//! output byte-identical; run it before and after (`cargo run --release --example digest`).
+//! The determinism digest: canonical trace digests (what was recorded, not the order of
+//! recording: `TraceSink::canonical_digest`), one-way latencies, simulated time and event
+//! counts of a fixed set of ping-pong runs on every preset. A change that must not move
+//! results leaves this output byte-identical apart from the event counts when it changes
+//! how the simulation steps; run it before and after (`cargo run --release --example
+//! digest`).
 use testbenches::config::{SystemConfig, PRESETS};
 use testbenches::system::{run_pingpong, Op, PingPongSpec};
 
@@ -29,7 +32,7 @@ fn main() {
                 Ok(r) => println!(
                     "{preset} {} {size}: digest {:016x} one-way {} ps events {} simulated {} ps",
                     op.name(),
-                    r.system.kernel.trace().digest(),
+                    r.system.kernel.trace().canonical_digest(),
                     r.one_way.0,
                     r.stats.events,
                     r.stats.simulated.0

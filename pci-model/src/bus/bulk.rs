@@ -1,6 +1,8 @@
-//! Fast-forward over plain data phases: a run of clocks in which the transaction in
-//! progress moves one word per clock (no wait state, no STOP#, FRAME# asserted, no
-//! commit, no output) is applied as a whole instead of clock by clock.
+//! Fast-forward over clocks whose outcome is fixed, applied as a whole instead of clock
+//! by clock: a run of plain data phases (the transaction in progress moves one word per
+//! clock: no wait state, no STOP#, FRAME# asserted, no commit, no output), and a run of
+//! idle clocks in which no master can assert REQ# yet (every queued request is held off
+//! by its master's recovery or a target termination, or has not arrived).
 //!
 //! Only the arbiter and the counters can differ between the clocks of such a run. The
 //! REQ# lines are constant between the clocks where a master's hold-off ends or its
@@ -68,6 +70,52 @@ impl PciBus {
         self.stats.data_phases += n;
         self.stats.cycles += n;
         self.stats.busy_cycles += n;
+    }
+
+    /// The first clock at or after `c` in which some master's REQ# line (sampled from
+    /// the clock before) may be asserted, on an idle bus with no transaction in
+    /// progress; `None` when no request is queued at all.
+    pub(super) fn first_req_clock(&self, c: u64) -> Option<u64> {
+        if self.active.is_some() || self.phase.state() != super::BusPhase::Idle {
+            return Some(c);
+        }
+        self.masters
+            .iter()
+            .filter_map(|p| {
+                let q = p.queue.front()?;
+                Some(p.hold_until.max(q.arrival).saturating_add(1).max(c))
+            })
+            .min()
+    }
+
+    /// How many clocks from `c` on (at most `max`) are idle clocks with every REQ#
+    /// deasserted while some request waits for its hold-off (see the module doc); 0
+    /// when stepping is per clock.
+    pub(super) fn held_idle_run(&self, c: u64, max: u64) -> u64 {
+        if self.params.stepping != Stepping::FastForward || max == 0 {
+            return 0;
+        }
+        let Some(first) = self.first_req_clock(c) else {
+            return 0; // nothing queued: the idle path of `run_to` covers it
+        };
+        let mut n = first.saturating_sub(c).min(max);
+        if let Some(k) = self.next_commit_clock() {
+            n = n.min(k.saturating_sub(c));
+        }
+        n
+    }
+
+    /// Applies `n` idle clocks `c .. c + n` with every REQ# line deasserted: the arbiter
+    /// sees no request (with [`ParkPolicy::None`](crate::ParkPolicy::None) it removes
+    /// GNT# in the first of them, then nothing changes), the bus stays idle.
+    pub(super) fn advance_held_idle(&mut self, n: u64) {
+        let mut reqs = std::mem::take(&mut self.reqs_buf);
+        reqs.clear();
+        reqs.resize(self.masters.len(), false);
+        self.arb.step(&reqs, None, true);
+        self.reqs_buf = reqs;
+        self.stats.cycles += n;
+        self.stats.idle_cycles += n;
     }
 
     /// The first clock in `(k, end)` whose REQ# lines may differ from clock `k`'s, else

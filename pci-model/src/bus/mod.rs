@@ -514,6 +514,12 @@ impl PciBus {
                 self.clk_next = c + plain;
                 continue;
             }
+            let held = self.held_idle_run(c, target + 1 - c);
+            if held > 0 {
+                self.advance_held_idle(held);
+                self.clk_next = c + held;
+                continue;
+            }
             self.step(c, ctx, mem);
             self.clk_next = c + 1;
         }
@@ -539,7 +545,9 @@ impl PciBus {
         if !self.idle_quiescent() {
             let skip = match self.params.stepping {
                 Stepping::PerClock => 0,
-                Stepping::FastForward => self.quiet_clocks(c),
+                Stepping::FastForward => self
+                    .quiet_clocks(c)
+                    .max(self.held_idle_run(c + 1, u64::MAX)),
             };
             let k = c.saturating_add(1).saturating_add(skip);
             next = Some(next.map_or(k, |n| n.min(k)));
