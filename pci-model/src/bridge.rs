@@ -208,6 +208,13 @@ impl HostBridge {
     }
 
     /// The slot `id`.
+    /// The delayed read latched for (`addr`, `command`), if any.
+    pub(crate) fn slot_for(&self, addr: u64, command: Command) -> Option<&DelayedRead> {
+        self.slots
+            .iter()
+            .find(|s| s.addr == addr && s.command == command)
+    }
+
     pub(crate) fn slot(&self, id: u64) -> Option<&DelayedRead> {
         self.slots.iter().find(|s| s.id == id)
     }

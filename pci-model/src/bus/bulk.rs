@@ -4,6 +4,12 @@
 //! idle clocks in which no master can assert REQ# yet (every queued request is held off
 //! by its master's recovery or a target termination, or has not arrived).
 //!
+//! Without a trace, the bus is also not woken inside a delayed read's retry loop: while
+//! the only queued work is one master's read of host memory whose delayed-read data
+//! has not arrived in the bridge, every attempt ends in Retry (or waits) with no output,
+//! so the clocks up to the data's arrival are stepped late, through the same per-clock
+//! function, when the bus is next woken (their phase changes are recorded nowhere).
+//!
 //! Only the arbiter and the counters can differ between the clocks of such a run. The
 //! REQ# lines are constant between the clocks where a master's hold-off ends or its
 //! queued request becomes visible (no message lands inside a run: the bus only fast
@@ -12,7 +18,7 @@
 //! grant-wait counters grow by the stretch's length. [`Stepping::PerClock`] never takes
 //! this path; the PCI lockstep tests and the system's lockstep harness compare the two.
 
-use super::PciBus;
+use super::{PciBus, TargetKind};
 use crate::params::Stepping;
 
 impl PciBus {
@@ -136,5 +142,47 @@ impl PciBus {
             }
         }
         next
+    }
+
+    /// Clocks after `c` in which no output can happen because the only queued work is
+    /// one master's read of host memory that waits for its delayed-read data (see the
+    /// module doc); 0 in any other state. The bus must then be woken at the clock the
+    /// data is in the bridge at the latest.
+    pub(super) fn delayed_read_wait(&self, c: u64) -> u64 {
+        let mut queued = self
+            .masters
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.queue.is_empty());
+        let (Some((m, port)), None) = (queued.next(), queued.next()) else {
+            return 0;
+        };
+        let Some(head) = port.queue.front() else {
+            return 0;
+        };
+        let command = head.req.command;
+        if !command.is_read() {
+            return 0;
+        }
+        let addr = head.req.addr + head.done;
+        let Some(ti) = self.decode(addr, m) else {
+            return 0;
+        };
+        if !matches!(self.targets[ti].kind, TargetKind::HostBridge) {
+            return 0;
+        }
+        if self
+            .active
+            .as_ref()
+            .is_some_and(|t| t.addr != addr || t.command != command)
+        {
+            return 0;
+        }
+        let Some(slot) = self.bridge.as_ref().and_then(|b| b.slot_for(addr, command)) else {
+            return 0; // not latched yet: the attempt that latches it is stepped on time
+        };
+        let since = slot.first_data.as_ps().saturating_sub(self.phase_ps);
+        let ready = since / self.period_ps.max(1);
+        ready.saturating_sub(c + 1)
     }
 }

@@ -472,7 +472,7 @@ impl PciBus {
                 }
                 self.tick = None;
                 self.run_to(now, ctx, &mut mem);
-                if let Some(next) = self.next_tick(now) {
+                if let Some(next) = self.next_tick(now, ctx.tracing()) {
                     self.ensure_tick(next, ctx);
                 }
             }
@@ -540,14 +540,24 @@ impl PciBus {
     }
 
     /// The next clock that must be stepped at its own edge, after clock `c`.
-    fn next_tick(&self, c: u64) -> Option<u64> {
+    /// `tracing`: state transitions are being recorded, so every clock that changes
+    /// the bus phase is stepped at its own edge; without a trace only clocks that can
+    /// have an output must be.
+    fn next_tick(&self, c: u64, tracing: bool) -> Option<u64> {
         let mut next = self.next_commit_clock().filter(|&k| k > c);
         if !self.idle_quiescent() {
             let skip = match self.params.stepping {
                 Stepping::PerClock => 0,
-                Stepping::FastForward => self
-                    .quiet_clocks(c)
-                    .max(self.held_idle_run(c + 1, u64::MAX)),
+                Stepping::FastForward => {
+                    let quiet = self
+                        .quiet_clocks(c)
+                        .max(self.held_idle_run(c + 1, u64::MAX));
+                    if tracing {
+                        quiet
+                    } else {
+                        quiet.max(self.delayed_read_wait(c))
+                    }
+                }
             };
             let k = c.saturating_add(1).saturating_add(skip);
             next = Some(next.map_or(k, |n| n.min(k)));

@@ -253,7 +253,7 @@ impl PciBus {
     }
 
     /// The target claiming `addr` for master `m` (the bridge never claims its own cycles).
-    fn decode(&self, addr: u64, m: usize) -> Option<usize> {
+    pub(super) fn decode(&self, addr: u64, m: usize) -> Option<usize> {
         self.targets.iter().position(|t| {
             t.start <= addr
                 && addr < t.end
