@@ -102,7 +102,10 @@ impl Engine {
             let Some(&id) = self.vis.get(vi).and_then(|v| v.send_order.front()) else {
                 return;
             };
+            // A send context is removed only after it left its VI's order (below, and
+            // at its status write).
             let Some(s) = self.send.ctxs.get_mut(&id) else {
+                self.bookkeeping_miss("send context in a VI's completion order");
                 if let Some(v) = self.vis.get_mut(vi) {
                     v.send_order.pop_front();
                 }

@@ -98,6 +98,8 @@ impl Engine {
 
     /// Whether doorbell `e` can be dispatched now.
     fn can_dispatch(&self, e: &Entry) -> bool {
+        // May miss: the window's VI does not exist (host input); it goes at once and
+        // `dispatch` drops it (`doorbell_no_vi`).
         let Some(vi) = self.vis.get(e.vi) else {
             return true;
         };
