@@ -257,9 +257,9 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        // May miss: the VI was destroyed while the Ack travelled (network input).
+        // The header check found the VI connected to the Ack's sender before calling this.
         let Some(v) = self.vis.get(vi) else {
-            return;
+            return self.bookkeeping_miss("VI of an Ack");
         };
         let found = v.send_order.iter().copied().find(|id| {
             self.send
@@ -309,9 +309,9 @@ impl Engine {
             .map(|v| v.send_order.iter().copied().collect())
             .unwrap_or_default();
         for id in ids {
-            // May miss: a send already completed whose entry `complete_in_order` has not
-            // dropped yet.
+            // A send context is removed only after it left its VI's order.
             let Some(s) = self.send.ctxs.get_mut(&id) else {
+                self.bookkeeping_miss("send context of a flushed VI");
                 continue;
             };
             if s.is_ready() {

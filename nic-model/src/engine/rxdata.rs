@@ -61,9 +61,9 @@ impl Engine {
             self.rx_release(io);
             return;
         }
-        // May miss: the VI was destroyed while the frame waited.
+        // Checked just above (`rx_no_vi`).
         let Some(vi) = self.vis.get_mut(n) else {
-            return;
+            return self.bookkeeping_miss("VI of a data frame");
         };
         if h.seq != vi.rx_seq {
             tracing::warn!(target: "nic::rx", vi = n, expected = vi.rx_seq, got = h.seq, frag_offset = h.frag_offset, "frame out of sequence: its message fails");
@@ -143,9 +143,9 @@ impl Engine {
                 }
             }
         };
-        // May miss: the message was failed and removed while this frame waited.
+        // Inserted or found just above.
         let Some(m) = self.recv.msgs.get_mut(&id) else {
-            return;
+            return self.bookkeeping_miss("message of a data frame");
         };
         if m.is_failed() {
             if let Some(vi) = self.vis.get_mut(n) {
