@@ -267,7 +267,10 @@ impl Engine {
                 .get(id)
                 .is_some_and(|s| s.awaits_ack_for(seq))
         });
+        // May miss: the peer's Ack is its input (a repeat, or one for a send flushed
+        // meanwhile); counted and dropped.
         let Some(id) = found else {
+            self.stats.acks_unmatched += 1;
             tracing::warn!(target: "nic::tx", vi, seq, "ack for no message in flight");
             return;
         };

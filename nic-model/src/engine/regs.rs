@@ -204,6 +204,7 @@ impl Engine {
     /// The ATT manager answered a registration mailbox command.
     pub(crate) fn att_answer(&mut self, req: ReqId, result: Result<Option<MemHandle>, CmdResult>) {
         if self.regs.att_req != Some(req) {
+            self.stats.att_answers_unexpected += 1;
             tracing::warn!(target: "nic::att", ?req, "ATT answer for no pending command");
             return;
         }

@@ -238,7 +238,9 @@ impl Engine {
             Some(s) if s.as_ref().is_some_and(|s| s.handed) => s.take(),
             _ => None,
         };
+        // May miss: the GEC's input names a slot not handed over; counted and dropped.
         let Some(s) = taken else {
+            self.stats.tx_done_unexpected += 1;
             tracing::warn!(target: "nic::tx", slot, "TX done for a slot not handed over");
             return;
         };
