@@ -185,7 +185,7 @@ impl Engine {
         result: Result<Vec<Piece>, TranslateError>,
         io: &mut Io,
     ) {
-        let Some(job) = self.completion.jobs.remove(&jid) else {
+        let Some(job) = self.completion.take(jid) else {
             return self.bookkeeping_miss("status job of a translation");
         };
         match result {
@@ -199,7 +199,7 @@ impl Engine {
 
     /// A status DMA write ended.
     pub(crate) fn status_written(&mut self, jid: JobId, done: &DmaDone, io: &mut Io) {
-        let Some(job) = self.completion.jobs.remove(&jid) else {
+        let Some(job) = self.completion.take(jid) else {
             return self.bookkeeping_miss("status job of a write");
         };
         let ok = done.status == DmaStatus::Ok;
