@@ -182,8 +182,8 @@ impl DoorbellUnit {
 
     /// Takes out the first doorbell, in FIFO order, that `can_go` lets go; the others
     /// keep their order.
-    pub fn take_first(&mut self, mut can_go: impl FnMut(&Entry) -> bool) -> Option<Entry> {
-        let i = self.fifo.iter().position(|e| can_go(e))?;
+    pub fn take_first(&mut self, can_go: impl FnMut(&Entry) -> bool) -> Option<Entry> {
+        let i = self.fifo.iter().position(can_go)?;
         self.fifo.remove(i)
     }
 
