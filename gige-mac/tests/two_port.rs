@@ -192,6 +192,32 @@ fn corrupted_frame_is_reported() {
     assert_eq!(net.port(b).rx().stats().fcs_errors, 1);
 }
 
+/// A wake-up the transmitter never asked for (while idle) is counted and ignored: no
+/// frame goes out, the port stays idle.
+#[test]
+fn a_stray_wake_up_is_counted_and_ignored() {
+    let p = GigeParams::default();
+    let (mut k, mut net, a, b) = two_nodes(&p, false);
+    let wake = gige_mac::MacMsg::TxWake {
+        port: gige_mac::PortIndex(0),
+    };
+    k.post(a, Time::ZERO, common::Sys::Mac(wake));
+    k.run_to_idle(&mut net);
+    let s = net.port(a).tx().stats();
+    assert_eq!((s.unexpected_wakes, s.frames), (1, 0));
+    assert!(net.port(b).inbox().is_empty());
+    // A frame sent afterwards goes out as usual and adds no stray wake-up.
+    send(
+        &mut k,
+        a,
+        Time(1_000 * NS),
+        frame(1, mac(2), mac(1), &[1; 46]),
+    );
+    k.run_to_idle(&mut net);
+    let s = net.port(a).tx().stats();
+    assert_eq!((s.unexpected_wakes, s.frames), (1, 1));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 

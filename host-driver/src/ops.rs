@@ -192,6 +192,9 @@ pub struct SlotState {
     /// A wait the library is in that reads card registers in a loop (e.g. for a
     /// connection): only the card can end it.
     pub register_wait: Option<RegisterWait>,
+    /// `VipOpenNic` calls that found no card since the CPU last took this count (into
+    /// [`CpuStats::open_no_card`](crate::CpuStats::open_no_card)).
+    pub open_no_card: u64,
 }
 
 /// A library wait that polls card registers (see [`SlotState::register_wait`]).

@@ -293,6 +293,37 @@ fn no_card_at_bar0_is_an_error_not_a_panic() {
 }
 
 #[test]
+fn another_device_at_bar0_is_refused_and_counted() {
+    let params = HostCpuParams {
+        // BAR0's CARD_ID lands on the card's CARD_STATUS (1): not an HVIA-GE card.
+        bar0: common::BAR0 + 4,
+        ..HostCpuParams::default()
+    };
+    let mut s = Sys::with(
+        1,
+        false,
+        params,
+        common::fake_card::FakeCardParams::default(),
+    );
+    let log = Log::default();
+    let l = log.clone();
+    s.load(0, Time::ZERO, move |mut v| async move {
+        note(&l, "open", &v.vip_open_nic("/dev/hvia0").await);
+        done(&v, "another device")
+    });
+    s.run(LIMIT);
+    assert_eq!(result_of(&log, "open"), Err(VipError::ErrorResource));
+    assert_eq!(s.cpu(0).stats().open_no_card, 1);
+    // Starting the finished program again is counted and ignored.
+    assert_eq!(s.cpu(0).stats().unexpected, 0);
+    let (cpu, now) = (s.nodes[0].cpu, s.k.now());
+    s.k.post(cpu, now, host_driver::HostMsg::Start.into());
+    s.run(LIMIT);
+    assert_eq!(s.cpu(0).stats().unexpected, 1);
+    assert!(s.outcome(0).is_ok(), "{:?}", s.outcome(0));
+}
+
+#[test]
 fn waits_time_out() {
     let mut s = Sys::new(2, false);
     let log = Log::default();

@@ -49,6 +49,9 @@ pub struct BusSideStats {
     pub unsupported_writes: u64,
     /// Messages it had no use for.
     pub unexpected: u64,
+    /// Bus completions whose tag was not the oldest request's (taken as that request's
+    /// completion, traced).
+    pub completions_out_of_order: u64,
     /// Messages of a kind this component does not take (a wiring bug): counted and
     /// traced as errors; any of them fails a system run.
     pub wrong_inputs: u64,
@@ -344,6 +347,7 @@ impl Dp83820Bus {
             return;
         };
         if p.tag != done.tag {
+            self.stats.completions_out_of_order += 1;
             tracing::warn!(target: "mac::tx", want = p.tag, got = done.tag, "completion out of order");
         }
         if done.status != pci_model::TxnStatus::Ok {

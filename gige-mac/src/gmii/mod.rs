@@ -267,6 +267,7 @@ impl GmiiTx {
             // No wake-up is ever scheduled in Idle or Paused (the pause's end is
             // `TxPauseEnd`); one arriving is a wiring bug.
             GmiiState::Idle | GmiiState::Paused => {
+                self.stats.unexpected_wakes += 1;
                 tracing::warn!(target: "mac::gmii", port = self.port.0, "wake-up while idle ignored");
                 None
             }
@@ -324,6 +325,7 @@ impl GmiiTx {
         let link = self.link;
         let peer = ctx.domain_of(link.peer).clone();
         let Some(w) = self.on_wire.as_mut() else {
+            self.stats.unexpected_wakes += 1;
             tracing::warn!(target: "mac::gmii", port = self.port.0, "data phase without a frame");
             self.fsm.set(GmiiState::Idle, ctx);
             return;

@@ -25,6 +25,9 @@ pub struct TxStats {
     /// Clocks a waiting data frame was held back by a received PAUSE (state `Paused`)
     /// \[GMII cycles\].
     pub paused: Cycles,
+    /// Wake-ups with nothing to do: one in `Idle` or `Paused`, or a data phase with no
+    /// frame on the wire (a wiring or scheduling bug; ignored, traced).
+    pub unexpected_wakes: u64,
 }
 
 /// Why [`GmiiTx::enqueue`](super::GmiiTx::enqueue) refused a frame (the frame is handed back; it is also counted).

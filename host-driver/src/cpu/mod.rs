@@ -287,6 +287,7 @@ impl HostCpu {
         match msg {
             HostMsg::Start => {
                 if self.program.is_none() || self.started.is_some() {
+                    self.stats.unexpected += 1;
                     tracing::warn!(target: "host::cpu", "start ignored: no program loaded or already started");
                     return;
                 }
@@ -302,6 +303,7 @@ impl HostCpu {
                     Wait::Timer { result } => self.resume(result, ctx, mem),
                     Wait::Poll(run) => self.poll_step(run, ctx, mem),
                     other => {
+                        self.stats.unexpected += 1;
                         tracing::warn!(target: "host::cpu", ?other, "wake-up while waiting for the bus");
                         self.wait = other;
                     }
@@ -369,6 +371,8 @@ impl HostCpu {
             let mut cx = Context::from_waker(Waker::noop());
             let polled = program.as_mut().poll(&mut cx);
             self.flush_spans(ctx);
+            let no_card = std::mem::take(&mut self.slot.borrow_mut().open_no_card);
+            self.stats.open_no_card += no_card;
             if let Poll::Ready(out) = polled {
                 self.finish(out, ctx);
                 return;

@@ -139,6 +139,12 @@ pub struct CpuStats {
     /// Messages of a kind this component does not take (a wiring bug): counted and
     /// traced as errors; any of them fails a system run.
     pub wrong_inputs: u64,
+    /// Host messages it had no use for: a start with no program loaded or after it
+    /// started, an own wake-up while waiting for the bus (ignored, traced).
+    pub unexpected: u64,
+    /// `VipOpenNic` calls that found no HVIA-GE card at BAR0 (the call fails with
+    /// `VIP_ERROR_RESOURCE`, traced).
+    pub open_no_card: u64,
 }
 
 /// What a CPU's program waits for right now: what a run loop needs to tell a stalled

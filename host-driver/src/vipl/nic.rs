@@ -38,6 +38,7 @@ impl Vipl {
         self.compute(self.cfg.costs.syscall).await;
         let id = self.mmio_read(bar::CARD_ID).await?;
         if id != bar::CARD_ID_VALUE {
+            self.slot.borrow_mut().open_no_card += 1;
             tracing::warn!(target: "host::agent", id, "no HVIA-GE card at BAR0");
             return Err(VipError::ErrorResource);
         }

@@ -88,6 +88,9 @@ pub struct AttStats {
     /// Messages of a kind this component does not take (a wiring bug): counted and
     /// traced as errors; any of them fails a system run.
     pub wrong_inputs: u64,
+    /// Table access completions (SDRAM or table port) that match no access in progress
+    /// (dropped, traced).
+    pub unexpected_completions: u64,
 }
 
 /// Where the table lives, and the means to reach it.
@@ -335,6 +338,7 @@ impl AttManager {
                     let result = self.sdram_transfer();
                     self.io_done(result, ctx);
                 } else {
+                    self.stats.unexpected_completions += 1;
                     tracing::warn!(target: "nic::att", tag, "unexpected SDRAM completion");
                 }
             }
@@ -361,6 +365,7 @@ impl AttManager {
         if host && self.current.as_ref().is_some_and(|c| c.tag == tag) {
             self.io_done(result, ctx);
         } else {
+            self.stats.unexpected_completions += 1;
             tracing::warn!(target: "nic::att", tag, "unexpected table port completion");
         }
     }

@@ -102,7 +102,10 @@ impl Engine {
             let Some(&id) = self.vis.get(vi).and_then(|v| v.send_order.front()) else {
                 return;
             };
+            // A send context is removed only after it left its VI's order (below, and
+            // at its status write).
             let Some(s) = self.send.ctxs.get_mut(&id) else {
+                self.bookkeeping_miss("send context in a VI's completion order");
                 if let Some(v) = self.vis.get_mut(vi) {
                     v.send_order.pop_front();
                 }
@@ -182,7 +185,7 @@ impl Engine {
         result: Result<Vec<Piece>, TranslateError>,
         io: &mut Io,
     ) {
-        let Some(job) = self.completion.jobs.remove(&jid) else {
+        let Some(job) = self.completion.take(jid) else {
             return self.bookkeeping_miss("status job of a translation");
         };
         match result {
@@ -196,7 +199,7 @@ impl Engine {
 
     /// A status DMA write ended.
     pub(crate) fn status_written(&mut self, jid: JobId, done: &DmaDone, io: &mut Io) {
-        let Some(job) = self.completion.jobs.remove(&jid) else {
+        let Some(job) = self.completion.take(jid) else {
             return self.bookkeeping_miss("status job of a write");
         };
         let ok = done.status == DmaStatus::Ok;
@@ -254,9 +257,9 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        // May miss: the VI was destroyed while the Ack travelled (network input).
+        // The header check found the VI connected to the Ack's sender before calling this.
         let Some(v) = self.vis.get(vi) else {
-            return;
+            return self.bookkeeping_miss("VI of an Ack");
         };
         let found = v.send_order.iter().copied().find(|id| {
             self.send
@@ -264,7 +267,10 @@ impl Engine {
                 .get(id)
                 .is_some_and(|s| s.awaits_ack_for(seq))
         });
+        // May miss: the peer's Ack is its input (a repeat, or one for a send flushed
+        // meanwhile); counted and dropped.
         let Some(id) = found else {
+            self.stats.acks_unmatched += 1;
             tracing::warn!(target: "nic::tx", vi, seq, "ack for no message in flight");
             return;
         };
@@ -306,9 +312,9 @@ impl Engine {
             .map(|v| v.send_order.iter().copied().collect())
             .unwrap_or_default();
         for id in ids {
-            // May miss: a send already completed whose entry `complete_in_order` has not
-            // dropped yet.
+            // A send context is removed only after it left its VI's order.
             let Some(s) = self.send.ctxs.get_mut(&id) else {
+                self.bookkeeping_miss("send context of a flushed VI");
                 continue;
             };
             if s.is_ready() {

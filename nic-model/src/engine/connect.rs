@@ -61,6 +61,7 @@ impl Engine {
         let sel = u16::try_from(self.regs.vi_sel)
             .ok()
             .filter(|&n| n < self.params.max_vis);
+        // Not a lookup: `VI_SEL` is the host's input; out of range is answered in `VI_RESULT`.
         let Some(n) = sel else {
             self.regs.vi_result = match cmd {
                 ViCmd::Unknown(_) => CmdResult::BadCommand,

@@ -21,14 +21,16 @@
 //! queue's tail.
 
 use super::io::{span, Io};
+use super::params::EngineParams;
 use super::unit::doorbell::{tail_key, DoorbellState, Entry, RecvCheck};
-use super::unit::vi::{PostedRecv, ViState};
+use super::unit::send::SendPath;
+use super::unit::vi::{PostedRecv, ViState, ViTable};
 use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
 use pci_model::PciMsg;
 use sim_kernel::{Cycles, Time};
 use via_abi::bar;
-use via_abi::doorbell::{Doorbell, DoorbellRepr, DOORBELL_LEN};
+use via_abi::doorbell::{Doorbell, DoorbellRepr};
 use via_abi::Queue;
 
 impl Engine {
@@ -42,16 +44,10 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
-        let rec = self.doorbells.stage.entry(vi).or_insert([0; DOORBELL_LEN]);
-        for (k, b) in bytes.iter().enumerate() {
-            if let (Some(v), Some(dst)) = (b, rec.get_mut(within as usize + k)) {
-                *dst = *v;
-            }
-        }
-        if within != (DOORBELL_LEN as u64 - 4) {
+        // Not a miss: the record is rung only by its last dword.
+        let Some(raw) = self.doorbells.stage(vi, within, bytes) else {
             return;
-        }
-        let raw = *rec;
+        };
         // Not a lookup: the staged record is always 16 bytes, so the parse cannot fail.
         let Ok(repr) = DoorbellRepr::parse(&Doorbell::new_unchecked(&raw[..])) else {
             return;
@@ -62,18 +58,18 @@ impl Engine {
             self.stats.doorbell_vi_mismatch += 1;
         }
         let msg = self.new_msg();
-        let fifo = &mut self.doorbells.fifo;
-        if fifo.len() >= self.params.doorbell_fifo_depth {
-            self.stats.doorbell_overruns += 1;
-            tracing::error!(target: "nic::doorbell", vi, "doorbell FIFO overrun: kept, but the skid is too small");
-        }
-        fifo.push_back(Entry {
+        let entry = Entry {
             vi,
             rec: repr,
             msg,
             at: io.now(),
-        });
-        self.stats.doorbell_fifo_max = self.stats.doorbell_fifo_max.max(fifo.len());
+        };
+        if self.doorbells.push(entry, self.params.doorbell_fifo_depth) {
+            self.stats.doorbell_overruns += 1;
+            tracing::error!(target: "nic::doorbell", vi, "doorbell FIFO overrun: kept, but the skid is too small");
+        }
+        let len = self.doorbells.fifo.len();
+        self.stats.doorbell_fifo_max = self.stats.doorbell_fifo_max.max(len);
         tracing::debug!(target: "nic::doorbell", vi, queue = ?repr.queue, va = repr.desc_va, "doorbell");
         self.backpressure(io);
         self.kick_doorbells(io, ram);
@@ -96,19 +92,6 @@ impl Engine {
         io.to_bus(Cycles(1), PciMsg::TargetWriteRetry { start, end, on });
     }
 
-    /// Whether doorbell `e` can be dispatched now.
-    fn can_dispatch(&self, e: &Entry) -> bool {
-        let Some(vi) = self.vis.get(e.vi) else {
-            return true;
-        };
-        match e.rec.queue {
-            Queue::Receive => vi.recv_queue.len() < self.params.recv_queue_depth,
-            Queue::Send | Queue::Unknown(_) => {
-                vi.tx_active.is_none() && self.send.active() < self.params.max_send_contexts
-            }
-        }
-    }
-
     /// Starts decoding the next doorbell that can go, if the dispatcher is free.
     pub(crate) fn kick_doorbells(&mut self, io: &mut Io, _ram: &mut BufferRam) {
         if matches!(
@@ -117,7 +100,12 @@ impl Engine {
         ) {
             return;
         }
-        let ready = self.doorbells.fifo.iter().any(|e| self.can_dispatch(e));
+        let (vis, send, params) = (&self.vis, &self.send, &self.params);
+        let ready = self
+            .doorbells
+            .fifo
+            .iter()
+            .any(|e| can_dispatch(vis, send, params, e));
         let to = match (ready, self.doorbells.fifo.is_empty()) {
             (true, _) => {
                 io.wake_after(
@@ -137,12 +125,11 @@ impl Engine {
     /// The decode time of a doorbell is over: dispatch the first one that can go.
     pub(crate) fn doorbell_decoded(&mut self, io: &mut Io, ram: &mut BufferRam) {
         self.doorbells.fsm.set(DoorbellState::Idle, io);
-        let pos = self
+        let (vis, send, params) = (&self.vis, &self.send, &self.params);
+        let next = self
             .doorbells
-            .fifo
-            .iter()
-            .position(|e| self.can_dispatch(e));
-        if let Some(e) = pos.and_then(|i| self.doorbells.fifo.remove(i)) {
+            .take_first(|e| can_dispatch(vis, send, params, e));
+        if let Some(e) = next {
             self.backpressure(io);
             let mut mark = e.at;
             span(io, e.msg, "doorbell", &mut mark);
@@ -199,6 +186,21 @@ impl Engine {
                 self.stats.doorbell_bad_queue += 1;
                 self.start_send(e, mark, true, io, ram);
             }
+        }
+    }
+}
+
+/// Whether doorbell `e` can be dispatched now.
+fn can_dispatch(vis: &ViTable, send: &SendPath, params: &EngineParams, e: &Entry) -> bool {
+    // May miss: the window's VI does not exist (host input); it goes at once and
+    // `dispatch` drops it (`doorbell_no_vi`).
+    let Some(vi) = vis.get(e.vi) else {
+        return true;
+    };
+    match e.rec.queue {
+        Queue::Receive => vi.recv_queue.len() < params.recv_queue_depth,
+        Queue::Send | Queue::Unknown(_) => {
+            vi.tx_active.is_none() && send.active() < params.max_send_contexts
         }
     }
 }

@@ -41,6 +41,8 @@ impl Engine {
         ram: &mut BufferRam,
     ) {
         let tail = tail_key(&e).and_then(|k| self.doorbells.tails.get(&k).copied());
+        // May miss: no earlier descriptor of this queue was taken (host input): the post
+        // fails, counted in `doorbell_unlinked`.
         let Some((va, handle)) = tail else {
             return self.link_failed(e, LinkError::Unlinked, io, ram);
         };

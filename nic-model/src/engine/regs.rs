@@ -10,14 +10,14 @@
 //! refuse a decoded write).
 
 use super::io::{Action, Io};
-use super::unit::regs::merge;
+use super::unit::regs::RegWrite;
 use super::Engine;
 use crate::att::RegionRequest;
 use crate::msg::ReqId;
 use gige_mac::BufferRam;
 use pci_model::PciMsg;
 use sim_kernel::Cycles;
-use via_abi::bar::{self, AttCmd, CmdResult, ViCmd};
+use via_abi::bar::{self, AttCmd, CmdResult};
 use via_abi::{MemAttributes, MemHandle, ProtectionTag};
 
 impl Engine {
@@ -64,42 +64,11 @@ impl Engine {
             self.doorbell_write(vi, within, bytes, io, ram);
             return;
         }
-        let r = &mut self.regs;
-        let v = |old: u32| merge(old, bytes);
-        match off {
-            bar::ATT_VA_LO => {
-                let lo = v(r.att_va as u32);
-                r.att_va = (r.att_va & !0xFFFF_FFFF) | u64::from(lo);
-            }
-            bar::ATT_VA_HI => {
-                let hi = v((r.att_va >> 32) as u32);
-                r.att_va = (r.att_va & 0xFFFF_FFFF) | (u64::from(hi) << 32);
-            }
-            bar::ATT_LEN => r.att_len = v(r.att_len),
-            bar::ATT_ATTR => r.att_attr = v(r.att_attr),
-            bar::ATT_PAGE => {
-                if r.att_pages.len() < self.params.max_region_pages {
-                    r.att_pages.push(u64::from(v(0)));
-                } else {
-                    r.att_pages_overflow = true;
-                }
-            }
-            bar::ATT_HANDLE => r.att_handle = v(r.att_handle),
-            bar::ATT_CMD => {
-                let cmd = AttCmd::from_raw(v(0));
-                self.att_command(cmd, io);
-            }
-            bar::VI_SEL => r.vi_sel = v(r.vi_sel),
-            bar::VI_PTAG => r.vi_ptag = v(r.vi_ptag),
-            bar::VI_ATTR => r.vi_attr = v(r.vi_attr),
-            bar::VI_PEER_MAC_LO => r.vi_peer_mac_lo = v(r.vi_peer_mac_lo),
-            bar::VI_PEER_MAC_HI => r.vi_peer_mac_hi = v(r.vi_peer_mac_hi),
-            bar::VI_DISCRIMINATOR => r.vi_disc = v(r.vi_disc),
-            bar::VI_CMD => {
-                let cmd = ViCmd::from_raw(v(0));
-                self.vi_command(cmd, io, ram);
-            }
-            _ => {
+        match self.regs.write(off, bytes, self.params.max_region_pages) {
+            RegWrite::Stored => {}
+            RegWrite::AttCmd(cmd) => self.att_command(cmd, io),
+            RegWrite::ViCmd(cmd) => self.vi_command(cmd, io, ram),
+            RegWrite::Ignored => {
                 self.stats.reg_writes_ignored += 1;
                 tracing::debug!(target: "nic::doorbell", off, "write to a read-only or unknown register ignored");
             }
@@ -109,16 +78,16 @@ impl Engine {
     /// The value of the register at `off` (dword aligned) now.
     fn read_dword(&self, off: u64) -> u32 {
         let r = &self.regs;
+        if let Some(v) = r.read(off) {
+            return v;
+        }
         let mac = self.params.mac.octets();
         match off {
             bar::CARD_ID => bar::CARD_ID_VALUE,
             bar::CARD_STATUS => 1,
             bar::MAC_LO => u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]),
             bar::MAC_HI => u32::from_le_bytes([mac[4], mac[5], 0, 0]),
-            bar::ATT_HANDLE => r.att_handle,
-            bar::ATT_RESULT => r.att_result.raw(),
             bar::VI_STATE => self.vis.state_code(r.vi_sel).raw(),
-            bar::VI_RESULT => r.vi_result.raw(),
             bar::VI_PEER_VI => self.vis.peer_code(r.vi_sel),
             _ => match bar::doorbell_at(off) {
                 // Any dword of VI n's doorbell window reads VI n's state (the VIPL's
@@ -161,14 +130,13 @@ impl Engine {
 
     /// `ATT_CMD` was written.
     fn att_command(&mut self, cmd: AttCmd, io: &mut Io) {
-        if self.regs.att_req.is_some() {
+        if self.regs.att_busy() {
             self.stats.cmd_while_busy += 1;
             tracing::warn!(target: "nic::att", ?cmd, "ATT command while the last one is busy: ignored");
             return;
         }
+        let (pages, overflow) = self.regs.take_att_pages();
         let r = &mut self.regs;
-        let pages = std::mem::take(&mut r.att_pages);
-        let overflow = std::mem::replace(&mut r.att_pages_overflow, false);
         let req = self.outstanding.new_req();
         match cmd {
             AttCmd::Register => {
@@ -185,13 +153,11 @@ impl Engine {
                     enable_rdma_write: attrs.contains(MemAttributes::ENABLE_RDMA_WRITE),
                     enable_rdma_read: attrs.contains(MemAttributes::ENABLE_RDMA_READ),
                 };
-                r.att_result = CmdResult::Busy;
-                r.att_req = Some(req);
+                r.att_started(req);
                 io.push(Action::Register { req, region });
             }
             AttCmd::Deregister => {
-                r.att_result = CmdResult::Busy;
-                r.att_req = Some(req);
+                r.att_started(req);
                 io.push(Action::Deregister {
                     req,
                     handle: MemHandle(r.att_handle),
@@ -203,19 +169,9 @@ impl Engine {
 
     /// The ATT manager answered a registration mailbox command.
     pub(crate) fn att_answer(&mut self, req: ReqId, result: Result<Option<MemHandle>, CmdResult>) {
-        if self.regs.att_req != Some(req) {
+        if !self.regs.att_answer(req, result) {
+            self.stats.att_answers_unexpected += 1;
             tracing::warn!(target: "nic::att", ?req, "ATT answer for no pending command");
-            return;
-        }
-        self.regs.att_req = None;
-        match result {
-            Ok(handle) => {
-                if let Some(h) = handle {
-                    self.regs.att_handle = h.raw();
-                }
-                self.regs.att_result = CmdResult::Ok;
-            }
-            Err(code) => self.regs.att_result = code,
         }
     }
 }

@@ -40,6 +40,7 @@ use via_abi::Status;
 impl Engine {
     /// A data frame passed the header check.
     pub(crate) fn rx_data(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        // The header check stored the frame's header just before calling this.
         let Some((h, src, msg)) = self
             .recv
             .front
@@ -47,7 +48,7 @@ impl Engine {
             .as_ref()
             .and_then(|w| Some((w.hdr?, w.src, w.frame.msg)))
         else {
-            return;
+            return self.bookkeeping_miss("header of a data frame in the front end");
         };
         let n = h.dst_vi;
         if self.vis.get(n).is_none() {
@@ -60,9 +61,9 @@ impl Engine {
             self.rx_release(io);
             return;
         }
-        // May miss: the VI was destroyed while the frame waited.
+        // Checked just above (`rx_no_vi`).
         let Some(vi) = self.vis.get_mut(n) else {
-            return;
+            return self.bookkeeping_miss("VI of a data frame");
         };
         if h.seq != vi.rx_seq {
             tracing::warn!(target: "nic::rx", vi = n, expected = vi.rx_seq, got = h.seq, frag_offset = h.frag_offset, "frame out of sequence: its message fails");
@@ -142,9 +143,9 @@ impl Engine {
                 }
             }
         };
-        // May miss: the message was failed and removed while this frame waited.
+        // Inserted or found just above.
         let Some(m) = self.recv.msgs.get_mut(&id) else {
-            return;
+            return self.bookkeeping_miss("message of a data frame");
         };
         if m.is_failed() {
             if let Some(vi) = self.vis.get_mut(n) {
@@ -168,6 +169,8 @@ impl Engine {
 
     /// Takes the frame in the front end to its next step.
     pub(crate) fn rx_continue(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        // The front end waits on its frame's message (from `rx_data`, or a descriptor
+        // answer `rx_abandoned` let through): the frame's header and target are set.
         let Some((h, id)) = self
             .recv
             .front
@@ -175,9 +178,12 @@ impl Engine {
             .as_ref()
             .and_then(|w| Some((w.hdr?, w.target?)))
         else {
-            return;
+            return self.bookkeeping_miss("frame of a message the front end continues");
         };
+        // `rx_data` or `rx_abandoned` has just found the message. (A miss still releases
+        // the frame, so the front end goes on.)
         let Some(m) = self.recv.msgs.get(&id) else {
+            self.bookkeeping_miss("message of the frame in the front end");
             self.rx_release(io);
             return;
         };
@@ -336,6 +342,7 @@ impl Engine {
             return;
         };
         span(io, w.frame.msg, "remote translate", &mut w.mark);
+        // Not a lookup: the ATT refused the range (counted in `remote_refused`).
         let Ok(pieces) = result else {
             self.remote_refused(io, ram);
             return;

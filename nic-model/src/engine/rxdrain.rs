@@ -61,6 +61,7 @@ impl Engine {
             if !self.recv.front.fifo.reserve(c.len) {
                 break;
             }
+            // Not a miss: `front` has just seen this chunk.
             let Some(c) = w.plan.pop_front() else {
                 break;
             };

@@ -85,6 +85,12 @@ pub struct EngineStats {
     /// Received frames for a VI from another MAC or VI than its peer, or for a VI that is
     /// not connected (dropped).
     pub rx_not_connected: u64,
+    /// Acks and Naks from the peer that match no send waiting for one (dropped, traced).
+    pub acks_unmatched: u64,
+    /// Transmit completions from the GEC for a TX slot not handed over (dropped, traced).
+    pub tx_done_unexpected: u64,
+    /// Answers of the ATT manager for no pending `ATT_CMD` (dropped, traced).
+    pub att_answers_unexpected: u64,
     /// RDMA-write payload bytes placed into host memory.
     pub rdma_bytes_placed: u64,
     /// Send payload bytes placed into receive buffers.

@@ -628,3 +628,54 @@ fn an_unlinked_doorbell_is_counted_and_not_taken() {
     assert_eq!(recv_queue(&b), vec![0x4000_0000]);
     assert_eq!(b.e.stats.doorbell_unlinked, 2);
 }
+
+#[test]
+fn stray_answers_and_acks_are_counted_and_dropped() {
+    let mut b = Bench::new();
+    b.vi0(ViState::Connected);
+    // A transmit completion for a slot never handed over: nothing to free.
+    let acts = b.mac(MacMsg::GecTxDone {
+        slot: 0,
+        ok: true,
+        msg: MsgId(1),
+    });
+    assert!(acts.is_empty(), "{acts:?}");
+    // An ATT answer while no ATT_CMD waits: the mailbox stays as it is.
+    b.nic(NicMsg::AttDeregistered {
+        req: ReqId(77),
+        result: Ok(()),
+    });
+    assert_eq!(b.e.regs.att_result, via_abi::bar::CmdResult::Ok);
+    // An Ack from the peer while no send waits for one.
+    let mut hdr = super::frame::control(WireOp::Ack, 0, 0, 0);
+    hdr.seq = 3;
+    let frame = headers(PEER, b.e.params.mac, &hdr);
+    let at = b.e.layout.rx_buffer(0).expect("slot");
+    b.ram.write(at, &frame).expect("write");
+    let acts = b.mac(MacMsg::GecRxFrame {
+        slot: 0,
+        len: frame.len() as u32,
+        msg: MsgId(9),
+    });
+    b.after(wake_of(&acts).0);
+    let acts = b.nic(NicMsg::Engine(EngineWake::HeaderChecked));
+    // Dropped: the slot is released, nothing is sent, written or completed.
+    assert!(acts.contains(&Action::ToGec {
+        after: Cycles(1),
+        msg: MacMsg::GecRxRelease { slot: 0 }
+    }));
+    assert!(acts
+        .iter()
+        .all(|a| !matches!(a, Action::Dma { .. } | Action::Translate { .. })));
+    assert_eq!(b.e.vi(0).map(|v| v.counters.naks_received), Some(0));
+    let s = b.e.stats();
+    assert_eq!(
+        (
+            s.tx_done_unexpected,
+            s.att_answers_unexpected,
+            s.acks_unmatched
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(s.bookkeeping_misses, 0);
+}

@@ -50,9 +50,10 @@ impl Engine {
         _ram: &mut BufferRam,
     ) {
         let id = self.send.new_id();
-        // May miss: the window's VI does not exist (counted at dispatch, `doorbell_no_vi`).
+        // `dispatch` found the window's VI before calling this (a missing one is dropped
+        // there, `doorbell_no_vi`).
         let Some(vi) = self.vis.get_mut(e.vi) else {
-            return;
+            return self.bookkeeping_miss("VI of a send doorbell");
         };
         vi.tx_active = Some(id);
         vi.send_order.push_back(id);

@@ -24,7 +24,10 @@ impl Engine {
             return false;
         };
         let chunk = self.params.tx_chunk();
+        // A send is removed only after its status write, and it cannot complete while a
+        // fragment of it is fetched (that fragment is not transmitted yet).
         let Some(s) = self.send.ctxs.get_mut(&f.send) else {
+            self.bookkeeping_miss("send context of the fragment being fetched");
             self.send.tx.fetch = None;
             return true;
         };
@@ -90,7 +93,10 @@ impl Engine {
     ) {
         let now = io.now();
         let dst = self.slot_addr(slot).saturating_add(offset);
+        // A slot with a payload read outstanding (`dmas` > 0) is not filled, so it is
+        // neither handed over nor freed.
         let Some(s) = self.send.tx.slots.get_mut(slot).and_then(Option::as_mut) else {
+            self.bookkeeping_miss("TX slot of a payload read");
             self.send.tx.fifo.release(len);
             return;
         };
@@ -232,7 +238,9 @@ impl Engine {
             Some(s) if s.as_ref().is_some_and(|s| s.handed) => s.take(),
             _ => None,
         };
+        // May miss: the GEC's input names a slot not handed over; counted and dropped.
         let Some(s) = taken else {
+            self.stats.tx_done_unexpected += 1;
             tracing::warn!(target: "nic::tx", slot, "TX done for a slot not handed over");
             return;
         };

@@ -141,4 +141,6 @@ fn stray_messages_are_dropped_without_panic() {
     }
     s.k.run_to_idle(&mut s.b);
     assert!(s.replies().is_empty());
+    // The SDRAM and table-port completions matched no access in progress.
+    assert_eq!(s.att().stats().unexpected_completions, 2);
 }

@@ -153,6 +153,40 @@ impl Default for DoorbellUnit {
 }
 
 impl DoorbellUnit {
+    /// Stages the bytes a dword write covers in VI window `vi`'s record (`within`: the
+    /// dword's offset in it; bytes not covered keep their value). Writing the last dword
+    /// rings the record: its 16 bytes are returned. They stay staged, so a later ring
+    /// that writes only the last dword reuses the rest.
+    pub fn stage(
+        &mut self,
+        vi: u16,
+        within: u64,
+        bytes: [Option<u8>; 4],
+    ) -> Option<[u8; DOORBELL_LEN]> {
+        let rec = self.stage.entry(vi).or_insert([0; DOORBELL_LEN]);
+        for (k, b) in bytes.iter().enumerate() {
+            if let (Some(v), Some(dst)) = (b, rec.get_mut(within as usize + k)) {
+                *dst = *v;
+            }
+        }
+        (within == DOORBELL_LEN as u64 - 4).then_some(*rec)
+    }
+
+    /// Queues rung doorbell `e` behind the others. Returns whether the FIFO already held
+    /// `depth` doorbells (an overrun: `e` is kept all the same).
+    pub fn push(&mut self, e: Entry, depth: usize) -> bool {
+        let overrun = self.fifo.len() >= depth;
+        self.fifo.push_back(e);
+        overrun
+    }
+
+    /// Takes out the first doorbell, in FIFO order, that `can_go` lets go; the others
+    /// keep their order.
+    pub fn take_first(&mut self, can_go: impl FnMut(&Entry) -> bool) -> Option<Entry> {
+        let i = self.fifo.iter().position(can_go)?;
+        self.fifo.remove(i)
+    }
+
     /// A doorbell of VI window `vi` was rung.
     pub fn rung(&mut self, vi: u16) {
         *self.pending.entry(vi).or_insert(0) += 1;
@@ -171,5 +205,130 @@ impl DoorbellUnit {
     /// Whether VI window `vi` has doorbells not yet taken.
     pub fn is_pending(&self, vi: u16) -> bool {
         self.pending.contains_key(&vi)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use via_abi::doorbell::{Doorbell, HEAD};
+    use via_abi::Queue;
+
+    fn record(vi: u16, queue: Queue, va: u64) -> [u8; DOORBELL_LEN] {
+        let mut rec = [0u8; DOORBELL_LEN];
+        DoorbellRepr {
+            desc_va: va,
+            desc_handle: MemHandle(4),
+            vi,
+            queue,
+            flags: HEAD,
+        }
+        .emit(&mut Doorbell::new_unchecked(&mut rec[..]));
+        rec
+    }
+
+    /// The dword at `within` of `rec`, every byte written.
+    fn dword(rec: &[u8; DOORBELL_LEN], within: u64) -> [Option<u8>; 4] {
+        let i = within as usize;
+        [rec[i], rec[i + 1], rec[i + 2], rec[i + 3]].map(Some)
+    }
+
+    fn entry(vi: u16, queue: Queue, va: u64) -> Entry {
+        let rec = record(vi, queue, va);
+        Entry {
+            vi,
+            rec: DoorbellRepr::parse(&Doorbell::new_unchecked(&rec[..])).expect("record"),
+            msg: MsgId(va),
+            at: Time::ZERO,
+        }
+    }
+
+    #[test]
+    fn a_record_rings_when_its_last_dword_is_written_and_stays_staged() {
+        let mut u = DoorbellUnit::default();
+        let rec = record(2, Queue::Send, 0x4000_0040);
+        // Any order; only the last dword rings.
+        for within in [8, 0, 4] {
+            assert_eq!(u.stage(2, within, dword(&rec, within)), None);
+        }
+        // Another VI's window stages its own record meanwhile.
+        let other = record(3, Queue::Receive, 0x5000_0000);
+        assert_eq!(u.stage(3, 0, dword(&other, 0)), None);
+        assert_eq!(u.stage(2, 12, dword(&rec, 12)), Some(rec));
+        // A byte-enable write changes only its bytes; the rest are the staged ones.
+        assert_eq!(u.stage(2, 0, [Some(0x80), None, None, None]), None);
+        let mut want = rec;
+        want[0] = 0x80;
+        assert_eq!(
+            u.stage(2, 12, dword(&rec, 12)),
+            Some(want),
+            "re-rung with the staged bytes"
+        );
+        assert_eq!(
+            u.stage.get(&3).map(|r| r[..4].to_vec()),
+            Some(other[..4].to_vec())
+        );
+    }
+
+    #[test]
+    fn the_fifo_keeps_order_and_reports_an_overrun_but_keeps_the_doorbell() {
+        let mut u = DoorbellUnit::default();
+        for va in 1..=3 {
+            assert!(!u.push(entry(0, Queue::Send, va), 3), "room for {va}");
+        }
+        assert!(
+            u.push(entry(0, Queue::Send, 4), 3),
+            "the fourth overruns a depth of 3"
+        );
+        assert_eq!(
+            u.fifo.iter().map(|e| e.rec.desc_va).collect::<Vec<_>>(),
+            vec![1, 2, 3, 4],
+            "kept, in ringing order"
+        );
+    }
+
+    #[test]
+    fn dispatch_takes_the_first_that_can_go_and_the_rest_keep_their_order() {
+        let mut u = DoorbellUnit::default();
+        for (vi, va) in [(1, 10), (0, 20), (1, 11), (0, 21)] {
+            u.push(entry(vi, Queue::Send, va), 16);
+        }
+        // VI 1 is blocked: VI 0's first doorbell goes, then its second.
+        let vas = |e: Option<Entry>| e.map(|e| e.rec.desc_va);
+        assert_eq!(vas(u.take_first(|e| e.vi == 0)), Some(20));
+        assert_eq!(vas(u.take_first(|e| e.vi == 0)), Some(21));
+        assert_eq!(vas(u.take_first(|e| e.vi == 0)), None, "none can go");
+        assert_eq!(u.fifo.len(), 2, "blocked ones stay");
+        assert_eq!(vas(u.take_first(|_| true)), Some(10));
+        assert_eq!(vas(u.take_first(|_| true)), Some(11));
+        assert!(u.take_first(|_| true).is_none());
+    }
+
+    #[test]
+    fn pending_posts_count_per_window_and_never_go_below_zero() {
+        let mut u = DoorbellUnit::default();
+        u.rung(0);
+        u.rung(0);
+        u.rung(5);
+        u.taken(0);
+        assert!(u.is_pending(0) && u.is_pending(5));
+        u.taken(0);
+        u.taken(0);
+        assert!(!u.is_pending(0), "all taken; an extra take is harmless");
+        assert!(u.is_pending(5));
+        u.rung(0);
+        assert!(u.is_pending(0), "counting starts again from zero");
+    }
+
+    #[test]
+    fn tails_are_per_vi_and_queue_and_unknown_queues_have_none() {
+        assert_eq!(tail_key(&entry(3, Queue::Send, 1)), Some((3, false)));
+        assert_eq!(tail_key(&entry(3, Queue::Receive, 1)), Some((3, true)));
+        let mut e = entry(3, Queue::Send, 1);
+        e.rec.queue = Queue::Unknown(9);
+        assert_eq!(tail_key(&e), None);
+        let check = RecvCheck::new(entry(1, Queue::Receive, 0x40), Time::ZERO);
+        assert_eq!((check.va(), check.handle()), (0x40, MemHandle(4)));
+        assert_eq!(DoorbellUnit::default().fsm.state(), DoorbellState::Idle);
     }
 }

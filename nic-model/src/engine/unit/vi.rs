@@ -233,3 +233,153 @@ impl ViTable {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim_kernel::TransitionSink;
+
+    /// Records the traced transitions.
+    #[derive(Default)]
+    struct Sink(Vec<(&'static str, &'static str, &'static str)>);
+
+    impl TransitionSink for Sink {
+        fn record_transition(&mut self, m: &'static str, from: &'static str, to: &'static str) {
+            self.0.push((m, from, to));
+        }
+    }
+
+    const PEER: MacAddr = MacAddr([2, 0, 0, 0, 0, 9]);
+
+    fn vi(n: u16, rel: Reliability) -> Vi {
+        Vi::new(n, ProtectionTag(5), rel, false)
+    }
+
+    /// A table of 4 with VI 1 connected to `PEER` VI 3.
+    fn connected() -> (ViTable, Sink) {
+        let mut sink = Sink::default();
+        let mut t = ViTable::new(4);
+        let mut v = vi(1, Reliability::ReliableDelivery);
+        v.peer_mac = PEER;
+        v.peer_vi = 3;
+        v.fsm.set(ViState::Connected, &mut sink);
+        t.put(1, Some(v));
+        (t, sink)
+    }
+
+    #[test]
+    fn vis_are_created_and_found_by_number_only_in_range() {
+        let mut t = ViTable::new(4);
+        assert!(t.get(0).is_none());
+        assert_eq!(t.state_code(0), ViStateCode::Absent);
+        t.put(2, Some(vi(2, Reliability::Unreliable)));
+        t.put(0, Some(vi(0, Reliability::Unreliable)));
+        t.put(4, Some(vi(4, Reliability::Unreliable)));
+        assert!(t.get(4).is_none(), "out of range: nothing created");
+        let v = t.get(2).expect("VI 2");
+        assert_eq!(
+            (v.num, v.state(), v.ptag),
+            (2, ViState::Idle, ProtectionTag(5))
+        );
+        assert_eq!(t.state_code(2), ViStateCode::Idle);
+        assert_eq!(t.ptag(2), ProtectionTag(5));
+        assert_eq!(t.iter().map(|v| v.num).collect::<Vec<_>>(), vec![0, 2]);
+        assert_eq!(
+            t.state_code(0x1_0002),
+            ViStateCode::Absent,
+            "VI_SEL past u16"
+        );
+        t.put(2, None);
+        assert!(t.get_mut(2).is_none(), "destroyed");
+        assert_eq!(
+            t.ptag(2),
+            ProtectionTag::NONE,
+            "a gone VI's tag matches nothing"
+        );
+        assert_eq!(t.state_code(2), ViStateCode::Absent);
+    }
+
+    #[test]
+    fn state_changes_are_traced_and_read_as_vi_state_codes() {
+        let mut sink = Sink::default();
+        let mut v = vi(0, Reliability::Unreliable);
+        let mut codes = Vec::new();
+        for s in [
+            ViState::Requesting,
+            ViState::Connected,
+            ViState::Error,
+            ViState::Idle,
+            ViState::Listening,
+        ] {
+            v.fsm.set(s, &mut sink);
+            codes.push(v.info().state);
+        }
+        assert_eq!(
+            codes,
+            vec![
+                ViStateCode::ConnectPending,
+                ViStateCode::Connected,
+                ViStateCode::Error,
+                ViStateCode::Idle,
+                ViStateCode::ConnectPending,
+            ]
+        );
+        assert_eq!(
+            sink.0,
+            vec![
+                ("vi", "idle", "requesting"),
+                ("vi", "requesting", "connected"),
+                ("vi", "connected", "error"),
+                ("vi", "error", "idle"),
+                ("vi", "idle", "listening"),
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_connected_peer_is_the_peer() {
+        let (mut t, mut sink) = connected();
+        assert!(t.is_peer(1, PEER, 3));
+        assert_eq!(t.peer_code(1), 3);
+        assert!(!t.is_peer(1, MacAddr([2, 0, 0, 0, 0, 8]), 3), "another MAC");
+        assert!(!t.is_peer(1, PEER, 2), "another VI of the peer");
+        assert!(!t.is_peer(0, PEER, 3), "no such VI");
+        assert!(!t.is_peer(9, PEER, 3), "out of range");
+        if let Some(v) = t.get_mut(1) {
+            v.fsm.set(ViState::Error, &mut sink);
+        }
+        assert!(!t.is_peer(1, PEER, 3), "a broken connection refuses frames");
+        assert_eq!(t.peer_code(1), 0, "VI_PEER_VI reads 0 unless connected");
+    }
+
+    #[test]
+    fn reliability_and_the_snapshot() {
+        assert!(!vi(0, Reliability::Unreliable).reliable());
+        assert!(vi(0, Reliability::ReliableDelivery).reliable());
+        assert!(vi(0, Reliability::ReliableReception).reliable());
+        let (mut t, _) = connected();
+        if let Some(v) = t.get_mut(1) {
+            for va in [0x100, 0x200] {
+                v.recv_queue.push_back(PostedRecv {
+                    va,
+                    handle: MemHandle(1),
+                    msg: MsgId(va),
+                    kept: None,
+                });
+            }
+            v.counters.acks_sent = 4;
+        }
+        let info = t.get(1).map(Vi::info).expect("VI 1");
+        assert_eq!(
+            (
+                info.vi,
+                info.state,
+                info.peer_mac,
+                info.peer_vi,
+                info.recv_posted
+            ),
+            (1, ViStateCode::Connected, PEER, 3, 2)
+        );
+        assert_eq!(info.counters.acks_sent, 4);
+    }
+}
