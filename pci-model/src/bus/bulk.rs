@@ -4,7 +4,9 @@
 //! idle clocks in which no master can assert REQ# yet (every queued request is held off
 //! by its master's recovery or a target termination, or has not arrived).
 //!
-//! Without a trace, the bus is also not woken inside a delayed read's retry loop: while
+//! Without a trace, the bus is also not woken between transactions until a master can
+//! start one (the clock after a transaction's last, in which FRAME# and IRDY# are
+//! released, changes only the phase), nor inside a delayed read's retry loop: while
 //! the only queued work is one master's read of host memory whose delayed-read data
 //! has not arrived in the bridge, every attempt ends in Retry (or waits) with no output,
 //! so the clocks up to the data's arrival are stepped late, through the same per-clock
@@ -184,5 +186,23 @@ impl PciBus {
         let since = slot.first_data.as_ps().saturating_sub(self.phase_ps);
         let ready = since / self.period_ps.max(1);
         ready.saturating_sub(c + 1)
+    }
+
+    /// Without a trace and with no transaction in progress, the clocks after `c` before
+    /// any master's REQ# line can be asserted (no transaction can start, so none can end
+    /// with an output); 0 while a transaction is in progress or nothing is queued (the
+    /// bus then steps to idle on time, so its counters are complete when a run ends).
+    pub(super) fn untraced_idle_wait(&self, c: u64) -> u64 {
+        if self.active.is_some() {
+            return 0;
+        }
+        self.masters
+            .iter()
+            .filter_map(|p| {
+                let q = p.queue.front()?;
+                Some(p.hold_until.max(q.arrival).saturating_add(1))
+            })
+            .min()
+            .map_or(0, |first| first.saturating_sub(c + 1))
     }
 }

@@ -555,7 +555,9 @@ impl PciBus {
                     if tracing {
                         quiet
                     } else {
-                        quiet.max(self.delayed_read_wait(c))
+                        quiet
+                            .max(self.delayed_read_wait(c))
+                            .max(self.untraced_idle_wait(c))
                     }
                 }
             };
