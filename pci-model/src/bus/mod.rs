@@ -481,7 +481,15 @@ impl PciBus {
                     self.run_to(now - 1, ctx, &mut mem);
                 }
                 self.accept(other, now, ctx);
-                self.ensure_tick(now + 1, ctx);
+                // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
+                // or (fast, untraced) where the first clock it can change has an output.
+                let next = match (now.checked_sub(1), self.params.stepping, ctx.tracing()) {
+                    (Some(last), Stepping::FastForward, false) => self
+                        .next_tick(last, false)
+                        .map_or(now + 1, |k| k.max(now + 1)),
+                    _ => now + 1,
+                };
+                self.ensure_tick(next, ctx);
             }
         }
     }
@@ -558,6 +566,7 @@ impl PciBus {
                         quiet
                             .max(self.delayed_read_wait(c))
                             .max(self.untraced_idle_wait(c))
+                            .max(self.untraced_tenure_wait(c))
                     }
                 }
             };

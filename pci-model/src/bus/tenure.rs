@@ -474,6 +474,27 @@ impl PciBus {
         }
     }
 
+    /// Without a trace: clocks after `c` before the transaction in progress can move its
+    /// first word or end (before DEVSEL# nothing moves; with no target it ends in
+    /// master abort), so before any output it can have. From DEVSEL# on the bus is
+    /// woken every clock while no data moves: a device's read data lands as an input
+    /// and may move (and end a one-word read, an output) in the clock it lands in, which
+    /// must then be stepped on time. 0 once a word has moved, after STOP#, or with no
+    /// transaction.
+    pub(super) fn untraced_tenure_wait(&self, c: u64) -> u64 {
+        let Some(t) = self.active.as_ref() else {
+            return 0;
+        };
+        if t.done_words > 0 || t.stop_prev {
+            return 0;
+        }
+        let first = match t.target {
+            None => t.a_clk + MASTER_ABORT_CLOCKS,
+            Some(_) => t.a_clk + t.devsel,
+        };
+        first.saturating_sub(c + 1)
+    }
+
     /// Clocks after `c` that are certainly plain data phases of the transaction in
     /// progress (no output, no phase change): fast-forward may skip over them.
     pub(super) fn quiet_clocks(&self, c: u64) -> u64 {
