@@ -189,20 +189,41 @@ impl PciBus {
     }
 
     /// Without a trace and with no transaction in progress, the clocks after `c` before
-    /// any master's REQ# line can be asserted (no transaction can start, so none can end
-    /// with an output); 0 while a transaction is in progress or nothing is queued (the
-    /// bus then steps to idle on time, so its counters are complete when a run ends).
+    /// the first one that can have an output: no transaction can start before its
+    /// master's REQ# line is asserted, and one that starts has no output before its
+    /// target's DEVSEL# clock, except a read of a device target, which announces itself
+    /// to the device in its address phase. 0 while a transaction is in progress or
+    /// nothing is queued (the bus then steps to idle on time, so its counters are
+    /// complete when a run ends).
     pub(super) fn untraced_idle_wait(&self, c: u64) -> u64 {
         if self.active.is_some() {
             return 0;
         }
         self.masters
             .iter()
-            .filter_map(|p| {
+            .enumerate()
+            .filter_map(|(m, p)| {
                 let q = p.queue.front()?;
-                Some(p.hold_until.max(q.arrival).saturating_add(1))
+                let first = p.hold_until.max(q.arrival).saturating_add(1);
+                Some(first.saturating_add(self.silent_clocks_after_start(m, q)))
             })
             .min()
             .map_or(0, |first| first.saturating_sub(c + 1))
+    }
+
+    /// Clocks after its address phase before a transaction of master `m` for the
+    /// request `q` can have an output (see [`PciBus::untraced_idle_wait`]).
+    fn silent_clocks_after_start(&self, m: usize, q: &super::Queued) -> u64 {
+        let addr = q.req.addr + q.done;
+        match self.decode(addr, m).map(|ti| &self.targets[ti].kind) {
+            Some(TargetKind::HostBridge) => self
+                .bridge
+                .as_ref()
+                .map_or(0, |b| b.params().devsel.clocks()),
+            Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => {
+                profile.devsel.clocks()
+            }
+            Some(TargetKind::Device { .. }) | None => 0,
+        }
     }
 }
