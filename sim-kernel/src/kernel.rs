@@ -111,6 +111,10 @@ pub struct Kernel<M> {
     now: Time,
     queue: EventQueue<(ComponentId, M)>,
     domains: Vec<ClockDomain>,
+    /// Per domain, the last instant a message was queued for it and that domain's first
+    /// edge at or after it (most messages queued at one instant go to a few domains:
+    /// this saves a division per message).
+    edge_cache: Vec<(Time, Time)>,
     components: Vec<ComponentInfo>,
     trace: TraceSink,
     stats: RunStats,
@@ -125,6 +129,7 @@ impl<M> Kernel<M> {
             now: Time::ZERO,
             queue: EventQueue::new(),
             domains: Vec::new(),
+            edge_cache: Vec::new(),
             components: Vec::new(),
             trace: TraceSink::new(trace),
             stats: RunStats::default(),
@@ -138,6 +143,8 @@ impl<M> Kernel<M> {
     /// More than 65 536 domains (a wiring bug, not an input).
     pub fn add_domain(&mut self, domain: ClockDomain) -> DomainId {
         let id = DomainId(u16::try_from(self.domains.len()).expect("at most 65536 clock domains"));
+        self.edge_cache
+            .push((Time::ZERO, domain.edge_at_or_after(Time::ZERO)));
         self.domains.push(domain);
         id
     }
@@ -329,9 +336,26 @@ impl<M> Kernel<M> {
         prio: Priority,
         msg: M,
     ) {
-        let d = self.clock_of(to);
-        let floor = d.edge_after(self.now, min_cycles);
-        let t = d.edge_at_or_after(earliest).max(floor);
+        let di = usize::from(self.component_domain(to).0);
+        let d = &self.domains[di];
+        let now_edge = match self.edge_cache.get(di) {
+            Some(&(at, edge)) if at == self.now => edge,
+            _ => {
+                let edge = d.edge_at_or_after(self.now);
+                if let Some(c) = self.edge_cache.get_mut(di) {
+                    *c = (self.now, edge);
+                }
+                edge
+            }
+        };
+        let floor = now_edge + d.period() * min_cycles.0;
+        // The first edge at or after `earliest` is `floor` itself whenever `earliest`
+        // is not later (`floor` is an edge): no division then.
+        let t = if earliest <= floor {
+            floor
+        } else {
+            d.edge_at_or_after(earliest)
+        };
         self.queue.push(t, prio, (to, msg));
     }
 }
