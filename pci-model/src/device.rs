@@ -22,6 +22,10 @@ pub struct SimpleTarget {
     pub writes: Vec<(Time, u64, usize)>,
     /// Every `TargetRead` received: (when, address).
     pub reads: Vec<(Time, u64)>,
+    /// Writes outside its range, dropped (warned and counted).
+    pub dropped_writes: u64,
+    /// Messages of a kind a target does not take (a wiring bug), dropped.
+    pub wrong_inputs: u64,
 }
 
 impl SimpleTarget {
@@ -44,6 +48,8 @@ impl SimpleTarget {
             max_read_bytes,
             writes: Vec::new(),
             reads: Vec::new(),
+            dropped_writes: 0,
+            wrong_inputs: 0,
         }
     }
 
@@ -67,6 +73,7 @@ impl SimpleTarget {
                     dst.copy_from_slice(&data);
                 } else {
                     tracing::warn!(target: "pci::bus", addr, "write outside the simple target dropped");
+                    self.dropped_writes += 1;
                 }
             }
             PciMsg::TargetRead { tag, addr, len, .. } => {
@@ -104,7 +111,8 @@ impl SimpleTarget {
             | PciMsg::CpuReadData { .. }
             | PciMsg::DmaStart(_)
             | PciMsg::DmaDone(_) => {
-                tracing::warn!(target: "pci::bus", ?msg, "not a target input: dropped");
+                tracing::error!(target: "pci::bus", ?msg, "not a target input: dropped");
+                self.wrong_inputs += 1;
             }
         }
     }

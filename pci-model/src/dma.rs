@@ -62,6 +62,8 @@ pub struct DmaStats {
     /// Messages of a kind this component does not take (a wiring bug): counted and
     /// traced as errors; any of them fails a system run.
     pub wrong_inputs: u64,
+    /// Completions of a burst this master has not issued (warned and dropped).
+    pub unknown_completions: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -318,6 +320,7 @@ impl DmaMaster {
     fn burst_done<M: From<PciMsg>>(&mut self, done: TransactionDone, ctx: &mut Ctx<'_, M>) {
         let Some(pos) = self.in_flight.iter().position(|f| f.bus_tag == done.tag) else {
             tracing::warn!(target: "pci::dma", tag = done.tag, "completion of an unknown burst dropped");
+            self.stats.unknown_completions += 1;
             return;
         };
         let Some(f) = self.in_flight.remove(pos) else {

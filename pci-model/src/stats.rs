@@ -72,6 +72,11 @@ pub struct BusStats {
     /// Messages of a kind this component does not take (a wiring bug): counted and
     /// traced as errors; any of them fails a system run.
     pub wrong_inputs: u64,
+    /// Inputs of the right kind that cannot be acted on and are dropped (warned and
+    /// counted): an answer to a read the bus does not know, a request from an unknown
+    /// master, an empty write-retry window, a CPU access on a bus without a host bridge,
+    /// a CPU write past the end of the address space.
+    pub dropped_inputs: u64,
 }
 
 impl BusStats {

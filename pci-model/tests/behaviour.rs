@@ -509,3 +509,40 @@ fn master_recovery_delays_each_next_burst_by_its_clocks() {
     assert_eq!(starts(0), vec![2, 2, 2]);
     assert_eq!(starts(5), vec![7, 7, 7]);
 }
+
+#[test]
+fn inputs_the_bus_cannot_act_on_are_dropped_and_counted() {
+    let mut s = Sys::new(BusParams::default(), None, 1 << 20, false);
+    let (p, m) = s.master("m", 64);
+    // A request from a master that was never registered.
+    let stranger = MasterId(m.0 + 7);
+    s.k.post(s.bus, edge(0), read(stranger, 1, Command::MemoryRead, 0, 4));
+    // An answer to a read nobody asked for.
+    s.k.post(
+        s.bus,
+        edge(2),
+        PciMsg::TargetReadData {
+            tag: 999,
+            data: vec![1, 2, 3, 4],
+        },
+    );
+    // An empty write-retry window.
+    s.k.post(
+        s.bus,
+        edge(4),
+        PciMsg::TargetWriteRetry {
+            start: DEV,
+            end: DEV,
+            on: true,
+        },
+    );
+    s.run();
+    assert_eq!(s.bus().stats().dropped_inputs, 3);
+    assert_eq!(s.bus().stats().transactions, 0, "nothing reached the bus");
+    assert!(s.dones(p).is_empty());
+    assert_eq!(
+        s.bus().stats().wrong_inputs,
+        0,
+        "right kinds, wrong contents"
+    );
+}

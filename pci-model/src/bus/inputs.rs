@@ -57,6 +57,7 @@ impl PciBus {
     fn set_write_retry(&mut self, start: u64, end: u64, on: bool) {
         if end <= start {
             tracing::warn!(target: "pci::bus", start, end, "empty write-retry window ignored");
+            self.stats.dropped_inputs += 1;
             return;
         }
         let present = self.write_retry.iter().position(|&w| w == (start, end));
@@ -73,7 +74,10 @@ impl PciBus {
     fn device_answer(&mut self, tag: u64, reply: DeviceReply) {
         match self.device_reads.iter_mut().find(|r| r.tag == tag) {
             Some(r) => r.reply = Some(reply),
-            None => tracing::warn!(target: "pci::bus", tag, "answer to an unknown read dropped"),
+            None => {
+                tracing::warn!(target: "pci::bus", tag, "answer to an unknown read dropped");
+                self.stats.dropped_inputs += 1;
+            }
         }
     }
 
@@ -81,6 +85,7 @@ impl PciBus {
         let m = usize::from(req.master.0);
         let Some(component) = self.master_components.get(m).copied().flatten() else {
             tracing::warn!(target: "pci::bus", master = m, "request from an unknown master dropped");
+            self.stats.dropped_inputs += 1;
             return;
         };
         let total = req.bytes();
@@ -136,6 +141,7 @@ impl PciBus {
     fn cpu_write<M: From<PciMsg>>(&mut self, w: WaitingCpuWrite, c: u64, ctx: &mut Ctx<'_, M>) {
         let (Some(bridge), Some(m)) = (self.bridge.as_mut(), self.bridge_master) else {
             tracing::warn!(target: "pci::bridge", addr = w.addr, "CPU write on a bus without host bridge dropped");
+            self.stats.dropped_inputs += 1;
             ctx.send(w.reply_to, PciMsg::CpuWritePosted { tag: w.tag }.into());
             return;
         };
@@ -166,6 +172,7 @@ impl PciBus {
         };
         if w.addr.checked_add(total).is_none() {
             tracing::warn!(target: "pci::bridge", addr = w.addr, "CPU write overflows the address space: dropped");
+            self.stats.dropped_inputs += 1;
             if let Some(b) = self.bridge.as_mut() {
                 b.cpu_writes_queued = b.cpu_writes_queued.saturating_sub(1);
             }
@@ -185,6 +192,7 @@ impl PciBus {
     ) {
         let Some(m) = self.bridge_master else {
             tracing::warn!(target: "pci::bridge", addr, "CPU read on a bus without host bridge");
+            self.stats.dropped_inputs += 1;
             let data = vec![0xFF; usize::try_from(len.min(1 << 16)).unwrap_or(0)];
             ctx.send(
                 reply_to,
