@@ -1,7 +1,8 @@
 //! Host programs written as a VIPL user writes them, for testbenches to run and users to
 //! copy: ping-pong over RDMA write ([`rdma_pingpong_initiator`],
 //! [`rdma_pingpong_responder`]) and over send/receive ([`sendrecv_pingpong_initiator`],
-//! [`sendrecv_pingpong_responder`]).
+//! [`sendrecv_pingpong_responder`]), and an RDMA write that breaks a protection rule
+//! ([`protection_initiator`], [`protection_responder`]).
 //!
 //! Both follow the paper's set-up ([`setup`]): open the NIC, create a protection tag,
 //! `malloc` and register a control region (descriptors, set-up messages) and the data
@@ -27,10 +28,14 @@
 //! paid for; with `touch_data` on, the program pays for writing and reading the whole
 //! buffer.
 
+mod protection;
 mod rdma;
 mod sendrecv;
 pub mod setup;
 
+pub use protection::{
+    protection_initiator, protection_responder, ProtectionCase, PROTECTION_PATTERN,
+};
 pub use rdma::{rdma_pingpong_initiator, rdma_pingpong_responder};
 pub use sendrecv::{sendrecv_pingpong_initiator, sendrecv_pingpong_responder, POST_RECV_TIMED};
 

@@ -1,0 +1,138 @@
+//! Protection end to end, through the whole two-node system (VIPL programs, PCI, the
+//! engines, the ATT in card SDRAM, the GEC, the DP83820s and the wire): an RDMA write
+//! past the end of its region, to an unregistered address, with a forged or a stale
+//! handle, into a region of another protection tag or one without RDMA write enabled.
+//! In every case not one byte of the receiving host's memory changes (its whole content
+//! is compared from before the write reaches its card to the end of the run), the
+//! receiving card counts the refusal, and under a reliable level the sender's
+//! descriptor completes with the RDMA protection error and both VIs are in the Error
+//! state, as VIA 1.0 says; unreliable delivery completes the send and reports nothing
+//! back.
+
+use host_driver::program::ProgramError;
+use host_driver::programs::{
+    protection_initiator, protection_responder, PingPongParams, ProtectionCase,
+};
+use host_driver::Timeout;
+use sim_kernel::{Duration, RunLimit};
+use testbenches::config::SystemConfig;
+use testbenches::system::{RunEnd, System};
+use via_abi::bar::{Reliability, ViStateCode};
+use via_abi::{CompletedOp, Status};
+
+/// What one case shows.
+struct Seen {
+    end: RunEnd,
+    initiator: Result<(), ProgramError>,
+    responder_memory_changed: bool,
+}
+
+fn run_case(case: ProtectionCase, reliability: Reliability) -> (System, Seen) {
+    let cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+    let mut sys = System::build(&cfg, false).expect("system");
+    let mut a = PingPongParams::new(64, 1, sys.macs[1]);
+    a.reliability = reliability;
+    a.wait_timeout = Timeout::Infinite;
+    let b = PingPongParams {
+        peer: sys.macs[0],
+        ..a
+    };
+    sys.cpu_mut(0)
+        .expect("cpu 0")
+        .load(move |v| protection_initiator(v, a, case));
+    sys.cpu_mut(1)
+        .expect("cpu 1")
+        .load(move |v| protection_responder(v, b, case));
+    sys.start();
+    // Run until the responder has returned: the initiator is then asleep, before its
+    // write (see the programs' doc).
+    while sys.cpu(1).and_then(|c| c.outcome()).is_none() {
+        let until = sys.kernel.now() + Duration::from_ns(10_000);
+        sys.kernel.run(
+            &mut sys.world,
+            RunLimit {
+                until,
+                max_events: u64::MAX,
+            },
+        );
+        assert!(
+            sys.kernel.now() < sim_kernel::Time(50_000_000_000),
+            "{case:?}: the responder did not finish in 50 ms"
+        );
+    }
+    assert!(
+        matches!(sys.cpu(1).and_then(|c| c.outcome()), Some(Ok(_))),
+        "{case:?}: the responder failed: {:?}",
+        sys.cpu(1).and_then(|c| c.outcome())
+    );
+    assert!(
+        sys.cpu(0).and_then(|c| c.outcome()).is_none(),
+        "{case:?}: the initiator finished before its write"
+    );
+    let before = sys.world.store[1].mem.content_digest();
+    let end = sys.run_programs();
+    let after = sys.world.store[1].mem.content_digest();
+    let initiator = match sys.cpu(0).and_then(|c| c.outcome()) {
+        Some(Ok(_)) => Ok(()),
+        Some(Err(e)) => Err(e.clone()),
+        None => panic!("{case:?}: the initiator did not finish: {end:?}"),
+    };
+    let seen = Seen {
+        end,
+        initiator,
+        responder_memory_changed: before != after,
+    };
+    (sys, seen)
+}
+
+#[test]
+fn every_refused_rdma_write_lands_nothing_and_reports_the_protection_error() {
+    for case in ProtectionCase::ALL {
+        let (sys, seen) = run_case(case, Reliability::ReliableDelivery);
+        assert!(
+            !seen.responder_memory_changed,
+            "{case:?}: a byte of the receiving host's memory changed"
+        );
+        let rx = sys.engine(1).expect("engine 1");
+        assert_eq!(rx.stats().rdma_bytes_placed, 0, "{case:?}");
+        let rx_vi = rx.vi(0).expect("the responder's VI");
+        assert_eq!(rx_vi.counters.rx_protection_errors, 1, "{case:?}");
+        assert_eq!(rx_vi.state, ViStateCode::Error, "{case:?}");
+        assert_eq!(
+            sys.engine(0).expect("engine 0").vi(0).expect("VI").state,
+            ViStateCode::Error,
+            "{case:?}"
+        );
+        assert!(
+            matches!(seen.end, RunEnd::Finished | RunEnd::ProgramFailed),
+            "{case:?}: {:?}",
+            seen.end
+        );
+        match seen.initiator {
+            Err(ProgramError::Completion { call, status }) => {
+                assert_eq!(call, "VipSendWait", "{case:?}");
+                assert!(status.is_done(), "{case:?}");
+                assert_eq!(status.errors(), Status::RDMA_PROTECTION_ERROR, "{case:?}");
+                assert_eq!(status.completed_op(), CompletedOp::RdmaWrite, "{case:?}");
+            }
+            other => panic!("{case:?}: the initiator ended with {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn unreliable_delivery_completes_the_send_and_the_receiver_counts_the_refusal() {
+    for case in [ProtectionCase::WrongPtag, ProtectionCase::StaleHandle] {
+        let (sys, seen) = run_case(case, Reliability::Unreliable);
+        assert!(!seen.responder_memory_changed, "{case:?}");
+        assert_eq!(seen.end, RunEnd::Finished, "{case:?}");
+        assert!(seen.initiator.is_ok(), "{case:?}: {:?}", seen.initiator);
+        let rx = sys.engine(1).expect("engine 1");
+        assert_eq!(rx.stats().rdma_bytes_placed, 0, "{case:?}");
+        assert_eq!(
+            rx.vi(0).expect("VI").counters.rx_protection_errors,
+            1,
+            "{case:?}"
+        );
+    }
+}
