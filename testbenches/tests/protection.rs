@@ -87,7 +87,7 @@ fn run_case(case: ProtectionCase, reliability: Reliability) -> (System, Seen) {
 
 #[test]
 fn every_refused_rdma_write_lands_nothing_and_reports_the_protection_error() {
-    for case in ProtectionCase::ALL {
+    for case in ProtectionCase::REMOTE {
         let (sys, seen) = run_case(case, Reliability::ReliableDelivery);
         assert!(
             !seen.responder_memory_changed,
@@ -133,6 +133,45 @@ fn unreliable_delivery_completes_the_send_and_the_receiver_counts_the_refusal() 
             rx.vi(0).expect("VI").counters.rx_protection_errors,
             1,
             "{case:?}"
+        );
+    }
+}
+
+#[test]
+fn a_malformed_descriptor_is_refused_by_the_sending_card_and_sends_nothing() {
+    for reliability in [Reliability::Unreliable, Reliability::ReliableDelivery] {
+        let (sys, seen) = run_case(ProtectionCase::MalformedDescriptor, reliability);
+        assert!(!seen.responder_memory_changed, "{reliability:?}");
+        match seen.initiator {
+            Err(ProgramError::Completion { call, status }) => {
+                assert_eq!(call, "VipSendWait");
+                assert!(status.is_done());
+                assert_eq!(status.errors(), Status::FORMAT_ERROR, "{reliability:?}");
+            }
+            other => panic!("{reliability:?}: the initiator ended with {other:?}"),
+        }
+        let rx = sys.engine(1).expect("engine 1");
+        assert_eq!(rx.stats().rdma_bytes_placed, 0);
+        assert_eq!(rx.vi(0).expect("VI").counters.rx_protection_errors, 0);
+        let sent = sys
+            .engine(0)
+            .expect("engine 0")
+            .vi(0)
+            .expect("VI")
+            .counters
+            .frames_sent;
+        // The same run with a write the receiver refuses sends one frame more: the
+        // malformed descriptor sent none.
+        let (sys, _) = run_case(ProtectionCase::PastTheEnd, reliability);
+        assert_eq!(
+            sys.engine(0)
+                .expect("engine 0")
+                .vi(0)
+                .expect("VI")
+                .counters
+                .frames_sent,
+            sent + 1,
+            "{reliability:?}: the malformed descriptor sent a frame"
         );
     }
 }

@@ -14,7 +14,9 @@
 //! ```
 //!
 //! The responder returns before the refused write reaches its card, so a test can take
-//! the responder's whole memory in between and check that not one byte changed.
+//! the responder's whole memory in between and check that not one byte changed. One
+//! more case breaks no remote rule but the descriptor format: the sending card refuses
+//! it.
 
 use super::setup::{post_send_and_wait, recv_wait, setup, Role, INFO_BYTES, INFO_OUT, SEND_DESC};
 use super::PingPongParams;
@@ -22,6 +24,7 @@ use crate::program::{CallExt, ProgramError, ProgramReport, ProgramResult};
 use crate::vipl::descriptor::{data_segment, rdma_write_descriptor, send_descriptor};
 use crate::vipl::{VipMemAttributes, Vipl};
 use sim_kernel::Duration;
+use via_abi::descriptor::control_segment::field::CONTROL;
 use via_abi::MemHandle;
 
 /// Offset of the RDMA write descriptor in the control region (set-up's own slot).
@@ -50,11 +53,15 @@ pub enum ProtectionCase {
     WrongPtag,
     /// A region registered without RDMA write enabled.
     NoRdmaWrite,
+    /// A valid target, but the initiator's descriptor has a reserved control bit set:
+    /// the sending card must complete it with a format error and send nothing.
+    MalformedDescriptor,
 }
 
 impl ProtectionCase {
-    /// Every case.
-    pub const ALL: [ProtectionCase; 6] = [
+    /// Every case the receiving card must refuse (all but
+    /// [`ProtectionCase::MalformedDescriptor`], which the sending card refuses).
+    pub const REMOTE: [ProtectionCase; 6] = [
         ProtectionCase::PastTheEnd,
         ProtectionCase::Unregistered,
         ProtectionCase::ForgedHandle,
@@ -80,7 +87,8 @@ pub async fn protection_responder(
     let (va, mh) = match case {
         ProtectionCase::PastTheEnd
         | ProtectionCase::Unregistered
-        | ProtectionCase::ForgedHandle => ep.dst,
+        | ProtectionCase::ForgedHandle
+        | ProtectionCase::MalformedDescriptor => ep.dst,
         ProtectionCase::StaleHandle => {
             vipl.vip_deregister_mem(ep.nic, ep.dst.0, ep.dst.1)
                 .await
@@ -160,9 +168,10 @@ pub async fn protection_initiator(
         ProtectionCase::Unregistered => (va + (64 << 20), raw),
         // The next translation-table entry (bits 19:0 index), which was never used.
         ProtectionCase::ForgedHandle => (va, (raw & !0x000F_FFFF) | ((raw + 7) & 0x000F_FFFF)),
-        ProtectionCase::StaleHandle | ProtectionCase::WrongPtag | ProtectionCase::NoRdmaWrite => {
-            (va, raw)
-        }
+        ProtectionCase::StaleHandle
+        | ProtectionCase::WrongPtag
+        | ProtectionCase::NoRdmaWrite
+        | ProtectionCase::MalformedDescriptor => (va, raw),
     };
     vipl.write_mem(ep.src.0, &vec![PROTECTION_PATTERN; ep.len as usize])
         .await
@@ -176,6 +185,17 @@ pub async fn protection_initiator(
     vipl.build_descriptor(ctl + RDMA_DESC, &desc)
         .await
         .call("build")?;
+    if case == ProtectionCase::MalformedDescriptor {
+        // Set reserved control bit 4 in the stored descriptor (no VIPL call builds one).
+        let at = ctl + RDMA_DESC + CONTROL.start as u64;
+        let word = vipl.read_mem(at, 2).await.call("load")?;
+        let low = word.first().copied().unwrap_or(0);
+        let high = word.get(1).copied().unwrap_or(0);
+        let control = u16::from_le_bytes([low, high]) | 0x0010;
+        vipl.write_mem(at, &control.to_le_bytes())
+            .await
+            .call("store")?;
+    }
     vipl.sleep(SETTLE).await;
     post_send_and_wait(&mut vipl, ep.vi, ctl + RDMA_DESC, ctl_mh, p.wait_timeout).await?;
     Ok(ProgramReport {
