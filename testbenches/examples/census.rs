@@ -1,5 +1,5 @@
 //! Event census of one ping-pong: events delivered per component and message kind
-//! (development aid for simulation speed work). `census [size] [exact]`.
+//! (development aid for simulation speed work). `census [size] [exact|fast] [rows]`.
 use host_driver::programs::{rdma_pingpong_initiator, rdma_pingpong_responder, PingPongParams};
 use sim_kernel::{ComponentId, Ctx, RunLimit, Time, World};
 use std::collections::BTreeMap;
@@ -68,7 +68,11 @@ fn main() {
         "{total} events, {frames} data frames, {:.0} per frame",
         total as f64 / frames as f64
     );
-    for ((c, kind), n) in v.iter().take(25) {
+    let rows = std::env::args()
+        .nth(3)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(25);
+    for ((c, kind), n) in v.iter().take(rows) {
         println!(
             "{:>9} {:>7.1}/frame  {:<22} {}",
             n,
