@@ -20,6 +20,7 @@
 //! grant-wait counters grow by the stretch's length. [`Stepping::PerClock`] never takes
 //! this path; the PCI lockstep tests and the system's lockstep harness compare the two.
 
+use super::words::{words, words_within};
 use super::{PciBus, TargetKind};
 use crate::params::Stepping;
 
@@ -216,10 +217,30 @@ impl PciBus {
     fn silent_clocks_after_start(&self, m: usize, q: &super::Queued) -> u64 {
         let addr = q.req.addr + q.done;
         match self.decode(addr, m).map(|ti| &self.targets[ti].kind) {
-            Some(TargetKind::HostBridge) => self
-                .bridge
-                .as_ref()
-                .map_or(0, |b| b.params().devsel.clocks()),
+            Some(TargetKind::HostBridge) => self.bridge.as_ref().map_or(0, |b| {
+                // DEVSEL#, then at most one word per clock up to what the bridge can
+                // take or give in one transaction (never less than it can now: its
+                // posting room only grows while no other master posts, and a read's
+                // prefetch limit is fixed by its address), or the latency timer.
+                let devsel = b.params().devsel.clocks();
+                let end = q.req.addr + q.total;
+                let w = self.params.width.bytes();
+                let others_queued = self
+                    .masters
+                    .iter()
+                    .enumerate()
+                    .any(|(i, p)| i != m && !p.queue.is_empty());
+                let limit = if q.req.command.is_read() {
+                    b.fetch_limit(addr, q.req.command)
+                } else if others_queued {
+                    addr // another master may post first and take the room
+                } else {
+                    b.write_limit(addr)
+                };
+                let n = words_within(addr, end, w, limit).min(words(addr, end, w));
+                let lt = self.masters.get(m).map_or(0, |p| p.lt);
+                (devsel + n.max(1) - 1).min(lt).max(devsel)
+            }),
             Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => {
                 profile.devsel.clocks()
             }

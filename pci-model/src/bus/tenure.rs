@@ -490,9 +490,31 @@ impl PciBus {
         }
         let first = match t.target {
             None => t.a_clk + MASTER_ABORT_CLOCKS,
-            Some(_) => t.a_clk + t.devsel,
+            Some(ti) => t.a_clk + self.bridge_burst_clocks(t, ti).unwrap_or(t.devsel),
         };
         first.saturating_sub(c + 1)
+    }
+
+    /// For a transaction of the host bridge that will move its data without a Retry
+    /// or a wait state (a read whose delayed-read data is in the bridge by its DEVSEL#
+    /// clock and streams a word per clock; a write the posting buffer has room for),
+    /// the clocks from its address phase to its last one at the earliest: DEVSEL#, then
+    /// one word per clock up to what the target takes, or the master's latency timer
+    /// if that comes first. `None` for any other transaction.
+    fn bridge_burst_clocks(&self, t: &Tenure, ti: usize) -> Option<u64> {
+        if !matches!(self.targets.get(ti)?.kind, TargetKind::HostBridge) {
+            return None;
+        }
+        let b = self.bridge.as_ref()?;
+        let limit = if t.command.is_read() {
+            let slot = b.slot_for(t.addr, t.command)?;
+            let ready = slot.first_data <= self.edge(t.a_clk + t.devsel) && t.stream_ok;
+            ready.then_some(slot.limit)?
+        } else {
+            b.write_limit(t.addr)
+        };
+        let n = words_within(t.addr, t.end, t.w, limit).min(t.words);
+        (n > 0).then(|| (t.devsel + n - 1).min(t.lt).max(t.devsel))
     }
 
     /// Clocks after `c` that are certainly plain data phases of the transaction in
