@@ -1,5 +1,5 @@
-//! The cable between two PHYs: a length and a propagation delay, nothing else (no loss,
-//! no bit errors). Owns [`Millimetres`] (lengths stay integers so times stay exact) and
+//! The cable between two PHYs: a length and a propagation delay, nothing else (loss, bit
+//! errors and a link going down are [`crate::fault`], applied by the transmitter). Owns [`Millimetres`] (lengths stay integers so times stay exact) and
 //! [`propagation`].
 
 use crate::params::CableParams;

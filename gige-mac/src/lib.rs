@@ -31,6 +31,7 @@
 //! | [`rx`] | [`RxFrame`] (bytes arriving one per clock), [`GmiiRx`] (pairing, FCS check) |
 //! | [`phy`] | the DP83861 PHY as transmit and receive pipeline latencies |
 //! | [`cable`] | cable propagation |
+//! | [`fault`] | faults on the wire, per direction: frame loss, bit errors, link down ([`WireFaults`]) |
 //! | [`link`] | PHY + cable + PHY, and a transmitter's view of its far end ([`Attachment`]) |
 //! | [`port`] | [`MacPort`], a plain MAC endpoint for wire-level tests |
 //! | [`switch`] | [`Switch`], N-port store-and-forward |
@@ -59,6 +60,7 @@
 pub mod buffer_ram;
 pub mod cable;
 pub mod dp83820;
+pub mod fault;
 pub mod fdb;
 pub mod frame;
 pub mod gec;
@@ -80,6 +82,7 @@ pub use dp83820::{
     BusSideStats, Dp83820Bus, Dp83820Mac, Dp83820Params, FlowControl, MacSideStats, RxEndStatus,
     RxState, TxChunk, TxState,
 };
+pub use fault::{FrameFate, LinkDown, WireFaultParams, WireFaultStats, WireFaults};
 pub use frame::{FcsError, Frame, FrameError, FrameId, FrameLimits};
 pub use gec::{Gec, GecParams, GecState, GecStats};
 pub use gmii::stream::Extended;

@@ -182,6 +182,34 @@ fn set_out_of_range_or_malformed_is_rejected() {
 }
 
 #[test]
+fn bad_fault_settings_are_rejected_naming_the_key() {
+    let err = bad(&["config", "--show", "--set", "faults.frame_loss=1.5"]);
+    assert!(
+        err.contains(
+            "faults.frame_loss: 1.5 is out of range: must be a probability between 0 and 1"
+        ),
+        "{err}"
+    );
+    let err = bad(&["config", "--show", "--set", "faults.bit_error_rate=0.01"]);
+    assert!(
+        err.contains("faults.bit_error_rate: 0.01 is out of range"),
+        "{err}"
+    );
+    let err = bad(&["config", "--show", "--set", "faults.direction=sideways"]);
+    assert!(err.contains("faults.direction"), "{err}");
+    let err = bad(&["config", "--show", "--set", "faults.link_down_for_us=5"]);
+    assert!(err.contains("faults.link_down_at_us: 0 (never)"), "{err}");
+    let err = bad(&["config", "--show", "--set", "faults.burst_loss=0.1"]);
+    assert!(
+        err.contains("unknown config key `faults.burst_loss`"),
+        "{err}"
+    );
+    let shown = ok(&["config", "--show", "--set", "faults.direction=0-to-1"]);
+    assert!(shown.contains("[faults]\nframe_loss = 0.0\n"), "{shown}");
+    assert!(shown.contains("direction = \"0-to-1\""), "{shown}");
+}
+
+#[test]
 fn file_with_an_unknown_key_names_file_line_and_column() {
     let shown = ok(&["config", "--show"]);
     let text = shown.replace("[mac]\n", "[mac]\nfifo_bytes = 4\n");

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use testbenches::config::{feasible, ConfigSource, SystemConfig, DEFAULT_PRESET};
 use testbenches::dma::{throughput, BusArg, DirectionArg, DmaArgs};
-use testbenches::system::{run_pingpong, Op, PingPongSpec, RunEnd, System};
+use testbenches::system::{run_pingpong, Op, PingPongSpec, RunEnd, RunError, System};
 
 /// Which bus a DMA run measures (`hvia dma --bus`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -70,6 +70,10 @@ enum Obs {
     /// The events a 4-byte RDMA-write ping-pong took (what `sim.stepping` changes; its
     /// results are the same in both modes, which `tests/lockstep.rs` proves).
     Events,
+    /// What the wire faults did in a 4-byte RDMA-write ping-pong: each direction's
+    /// counters when it finishes, the stall's named losses when a lost frame stops it
+    /// (unreliable VIs: nothing retransmits), so a run that cannot finish is a result.
+    WireFaults,
 }
 
 /// The direction a result must move, where the physics says so.
@@ -143,6 +147,15 @@ const POST_WITHOUT_READS: &[&str] = &[
     "host.vipl.post_waits_for_card=false",
     "host.vipl.post_flushes_doorbell=false",
 ];
+
+/// A link-down window far after the end of a 4-byte ping-pong (500 s, 100 s long).
+const LINK_DOWN_LATER: &[&str] = &[
+    "faults.link_down_at_us=500000000",
+    "faults.link_down_for_us=100000000",
+];
+/// A link-down window of 1 us before any frame is sent (the GECs are programming their
+/// DP83820s).
+const LINK_DOWN_EARLY: &[&str] = &["faults.link_down_at_us=1", "faults.link_down_for_us=1"];
 
 /// Every key that drives the model, with its perturbation and observable.
 const CASES: &[Case] = &[
@@ -338,6 +351,33 @@ const CASES: &[Case] = &[
     // A smaller MTU cuts a message into more, smaller frames (3000 B: 4 frames, not 3).
     case("wire.mtu_bytes", "1000", RDMA3000, Changed),
     case("wire.min_ifg_bytes", "1024", RDMA3000, Up),
+    // A fault that is on loses or spoils a frame the ping-pong waits for: the run ends
+    // with a stall naming the losses (or, finishing, with other counters).
+    case("faults.frame_loss", "1.0", Obs::WireFaults, Changed),
+    case("faults.bit_error_rate", "1e-3", Obs::WireFaults, Changed),
+    // All frames from node 1 lost instead of all from node 0: the other MAC is named.
+    on(
+        &["faults.frame_loss=1.0"],
+        "faults.direction",
+        "1-to-0",
+        Obs::WireFaults,
+        Changed,
+    ),
+    // The window moved from after the run to its start, or made to cover it.
+    on(
+        LINK_DOWN_LATER,
+        "faults.link_down_at_us",
+        "1",
+        Obs::WireFaults,
+        Changed,
+    ),
+    on(
+        LINK_DOWN_EARLY,
+        "faults.link_down_for_us",
+        "100000000",
+        Obs::WireFaults,
+        Changed,
+    ),
 ];
 
 /// Keys that are accepted but drive nothing: no perturbation changed any observable
@@ -360,6 +400,8 @@ enum Run {
     Dma(Bus, Dir),
     /// The feasibility check of a ping-pong size.
     Fits(u32),
+    /// A 4-byte RDMA-write ping-pong that may stall (its wire-fault counters or losses).
+    Faults,
 }
 
 impl Obs {
@@ -372,6 +414,7 @@ impl Obs {
             Obs::Dma(bus, dir) | Obs::DmaCommands(bus, dir) => Run::Dma(bus, dir),
             Obs::DmaTraceDigest => Run::Dma(Bus::System, Dir::Read),
             Obs::Fits(size) => Run::Fits(size),
+            Obs::WireFaults => Run::Faults,
         }
     }
 }
@@ -388,6 +431,7 @@ struct Outcome {
     dma_trace_digest: u64,
     fits: String,
     events: u64,
+    wire_faults: String,
 }
 
 /// A result to compare: a number, a text, or the run's error.
@@ -413,6 +457,7 @@ fn value(outcome: &Result<Outcome, String>, obs: Obs) -> Value {
         Obs::DmaTraceDigest => Value::Num(o.dma_trace_digest),
         Obs::Fits(_) => Value::Text(o.fits.clone()),
         Obs::Events => Value::Num(o.events),
+        Obs::WireFaults => Value::Text(o.wire_faults.clone()),
     }
 }
 
@@ -520,6 +565,25 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
                 .map(|row| row.what.clone())
                 .collect::<Vec<_>>()
                 .join(", ");
+        }
+        Run::Faults => {
+            let spec = PingPongSpec {
+                op: Op::RdmaWrite,
+                size: 4,
+                iterations: 1,
+                warmup: 1,
+                trace: false,
+                recv_post: testbenches::system::RecvPost::Timed,
+            };
+            o.wire_faults = match run_pingpong(cfg, spec) {
+                Ok(r) => format!(
+                    "finished; 0-to-1 {:?}; 1-to-0 {:?}",
+                    r.system.wire_faults(0),
+                    r.system.wire_faults(1)
+                ),
+                Err(RunError::Stalled(stall)) => format!("stalled; losses {:?}", stall.losses),
+                Err(e) => return Err(e.to_string()),
+            };
         }
         Run::Fits(size) => {
             o.fits = match feasible::ping_pong_fits(cfg, size) {

@@ -123,7 +123,7 @@ impl Dp83820Mac {
         let got = match self.rx.end(frame, ctx.now()) {
             Ok(r) => parse(r.frame.bytes()),
             Err(e) => {
-                self.stats.rx_bad += 1;
+                self.count_bad(&e);
                 tracing::debug!(target: "mac::rx", error = %e, "bad MAC Control frame dropped");
                 return;
             }

@@ -22,14 +22,14 @@ use super::flow::FlowState;
 use super::params::FlowControl;
 use super::regs::{RxCfg, TxCfg};
 use super::{RxEndStatus, TxChunk};
-use crate::frame::{fcs, Frame, FrameId, FrameLimits};
+use crate::frame::{fcs, FcsError, Frame, FrameId, FrameLimits};
 use crate::gmii::stream::Extended;
 use crate::gmii::GmiiTx;
 use crate::link::Attachment;
 use crate::msg::{MacMsg, PortIndex};
 use crate::params::WireParams;
 use crate::pause::is_mac_control;
-use crate::rx::GmiiRx;
+use crate::rx::{GmiiRx, RxError};
 use sim_kernel::{ComponentId, Ctx, MsgId, Time};
 use std::collections::VecDeque;
 use via_abi::ethernet::{MacAddr, FCS_LEN, MIN_FRAME_LEN_NO_FCS};
@@ -47,6 +47,11 @@ pub struct MacSideStats {
     pub rx_good: u64,
     /// Bad frames dropped (runt, too long, FCS, framing).
     pub rx_bad: u64,
+    /// Of those, frames whose FCS did not match their bytes (CRC errors: bits changed
+    /// on the wire, a transmit underrun): the receiver does not accept errored frames,
+    /// so each is dropped before its cmdsts is written back (a receive DMA already
+    /// begun leaves its descriptor to the next frame).
+    pub rx_crc_errors: u64,
     /// Good frames dropped because the RX FIFO had no room.
     pub rx_overflows: u64,
     /// Most bytes ever held in the RX FIFO.
@@ -262,7 +267,7 @@ impl Dp83820Mac {
                 }
             }
             Err(e) => {
-                self.stats.rx_bad += 1;
+                self.count_bad(&e);
                 tracing::debug!(target: "mac::rx", seq, error = %e, "bad frame dropped");
                 RxEndStatus::Bad
             }
@@ -271,6 +276,14 @@ impl Dp83820Mac {
             self.bus_side,
             MacMsg::MacRxEnd { frame: seq, status }.into(),
         );
+    }
+
+    /// Counts a frame the receiver refused.
+    pub(super) fn count_bad(&mut self, e: &RxError) {
+        self.stats.rx_bad += 1;
+        if matches!(e, RxError::Fcs(FcsError::Mismatch { .. })) {
+            self.stats.rx_crc_errors += 1;
+        }
     }
 
     fn tx_data<M: From<MacMsg>>(&mut self, c: TxChunk, ctx: &mut Ctx<'_, M>) {

@@ -37,7 +37,8 @@
 //! the 32 KB FIFO (the bus side sees a byte one local-bus clock after it is complete on
 //! RXD) and judges each at its end (FCS, length); a good frame that would not fit in
 //! the FIFO at its end is dropped and counted (RXORN), bad frames are counted and
-//! dropped. The bus side moves the head frame into the descriptor's buffer in bursts of
+//! dropped (a bad FCS also as a CRC error, `MacSideStats::rx_crc_errors`: errored frames
+//! are not accepted, so nothing of them is written back as a received frame). The bus side moves the head frame into the descriptor's buffer in bursts of
 //! at most MXDMA bytes as soon as RXCFG DRTH bytes are visible (or the frame has ended),
 //! holding back the last 4 bytes until the end when the FCS is stripped; it may thus
 //! start before the end of the frame. A frame that turns out bad after its DMA started

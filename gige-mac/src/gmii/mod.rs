@@ -24,6 +24,11 @@
 //! [`MacMsg::RxEnd`] when its last is. The link is a pure delay line, so both can be
 //! scheduled at once; this also keeps a zero-latency link exact.
 //!
+//! **Faults on the wire** ([`crate::fault`], [`GmiiTx::set_faults`]): at the end of the
+//! preamble the frame's fate is decided; the far end is told only what arrives (nothing
+//! of a lost frame; a truncated frame's first bytes, ending at the cut; inverted bits).
+//! Without faults installed nothing of this runs.
+//!
 //! **Flow control** ([`pause`]): a received PAUSE closes a gate on *starting* data frames
 //! until a given edge (state `Paused` while a frame waits); MAC Control frames queued with
 //! [`GmiiTx::enqueue_control`] go ahead of data frames and pass the gate.
@@ -38,6 +43,7 @@
 //! inverted FCS (the timing does not change; the receiver sees an FCS error) and
 //! [`TxDone::underrun`] says so.
 
+use crate::fault::{FrameFate, WireFaults};
 use crate::frame::Frame;
 use crate::link::Attachment;
 use crate::msg::{MacMsg, PortIndex};
@@ -108,6 +114,14 @@ struct OnWire {
     announced: bool,
     underrun: bool,
     control: bool,
+    /// What the wire does to it (`None`: it arrives intact; always `None` without
+    /// faults installed).
+    fate: Option<FrameFate>,
+    /// The far end has been told the end of what arrives of it (a truncated frame
+    /// ends before the transmitter's last byte).
+    told_end: bool,
+    /// When the last byte that arrives of a truncated frame is complete at the far end.
+    cut_end: Time,
 }
 
 /// The GMII transmitter of one port, embedded in the component that owns the port (a MAC
@@ -130,6 +144,8 @@ pub struct GmiiTx {
     paused_since: Option<Time>,
     /// The edge of the latest `TxPauseEnd` wake-up asked for.
     pause_wake: Option<Time>,
+    /// Faults on the wire in this direction ([`crate::fault`]); `None`: a perfect link.
+    faults: Option<Box<WireFaults>>,
 }
 
 impl GmiiTx {
@@ -156,7 +172,21 @@ impl GmiiTx {
             paused_until: Time::ZERO,
             paused_since: None,
             pause_wake: None,
+            faults: None,
         }
+    }
+
+    /// Installs faults on the wire this transmitter sends into (see [`crate::fault`]).
+    /// Faults whose parameters are all off are not installed: a perfect link costs
+    /// nothing.
+    pub fn set_faults(&mut self, faults: WireFaults) {
+        self.faults = (!faults.params().is_off()).then(|| Box::new(faults));
+    }
+
+    /// The faults on its wire, if any are installed (parameters and counters).
+    #[must_use]
+    pub fn faults(&self) -> Option<&WireFaults> {
+        self.faults.as_deref()
     }
 
     /// The current state.
@@ -314,6 +344,9 @@ impl GmiiTx {
             announced: false,
             underrun: false,
             control,
+            fate: None,
+            told_end: false,
+            cut_end: now,
         });
         self.fsm.set(GmiiState::Preamble, ctx);
         self.wake_in(PREAMBLE_SFD_BYTES, ctx);
@@ -337,11 +370,17 @@ impl GmiiTx {
         w.rx_first = peer.edge_at_or_after(now + byte + link.latency);
         w.rx_end = peer.edge_at_or_after(now + byte * len + link.latency);
         w.announced = true;
+        if let Some(f) = self.faults.as_mut() {
+            w.fate = f.fate(w.start, now, byte, w.total);
+            if let Some(cut) = w.fate.as_ref().and_then(|f| f.cut) {
+                w.cut_end = peer.edge_at_or_after(now + byte * cut as u64 + link.latency);
+            }
+        }
         if w.frame.is_empty() {
             // Not even the first byte is in: underrun on the first data clock.
             stream::corrupt_rest(w, self.port);
         }
-        tracing::trace!(target: "mac::phy", id = w.frame.id.0, peer = %link.peer, first = %w.rx_first, last = %w.rx_end, "frame on the link");
+        tracing::trace!(target: "mac::phy", id = w.frame.id.0, peer = %link.peer, first = %w.rx_first, last = %w.rx_end, fate = ?w.fate, "frame on the link");
         tell_far_end(
             w,
             link,
@@ -373,7 +412,10 @@ impl GmiiTx {
             }
             if !w.control {
                 ctx.span(w.frame.msg, "gmii tx", w.start, now);
-                ctx.span(w.frame.msg, "phy+cable+phy", now, w.rx_end);
+                // A frame lost or cut short on the wire never completes at the far end.
+                if w.fate.as_ref().is_none_or(|f| !f.lost && f.cut.is_none()) {
+                    ctx.span(w.frame.msg, "phy+cable+phy", now, w.rx_end);
+                }
             }
             tracing::debug!(target: "mac::gmii", port = self.port.0, id = w.frame.id.0, at = %now, "end of frame");
             if let Some(cap) = self.capture.as_mut() {
@@ -409,26 +451,41 @@ impl GmiiTx {
 
 /// Schedules at the far end of `link` what is known of the frame on the wire `w`: `first`
 /// (`RxStart` or `RxData`) when its first byte is complete there, and `RxEnd` when its
-/// last byte is, once the frame is whole.
+/// last byte is, once the frame is whole. With a fate on the wire, only what arrives:
+/// nothing of a lost frame, a truncated frame's first bytes (then its end, at the
+/// cut), bits inverted.
 fn tell_far_end<M: From<MacMsg>>(
-    w: &OnWire,
+    w: &mut OnWire,
     link: Attachment,
     byte: Duration,
     first: fn(PortIndex, RxFrame) -> MacMsg,
     ctx: &mut Ctx<'_, M>,
 ) {
-    let rx = RxFrame::partial(w.frame.clone(), w.total, w.rx_first, w.rx_end, byte);
+    if w.told_end {
+        return; // a truncated frame's end has been told; its later bytes never arrive
+    }
+    let rx = match &w.fate {
+        None => RxFrame::partial(w.frame.clone(), w.total, w.rx_first, w.rx_end, byte),
+        Some(f) if f.lost => return,
+        Some(f) => {
+            let total = f.arriving(w.total);
+            let end = if total < w.total { w.cut_end } else { w.rx_end };
+            RxFrame::partial(f.apply(&w.frame), total, w.rx_first, end, byte)
+        }
+    };
     let whole = rx.is_whole();
+    let end_at = rx.last_byte_at();
     ctx.send_at(
         link.peer,
         w.rx_first,
         first(link.peer_port, rx.clone()).into(),
     );
     if whole {
+        w.told_end = true;
         let end = MacMsg::RxEnd {
             port: link.peer_port,
             frame: rx,
         };
-        ctx.send_at(link.peer, w.rx_end, end.into());
+        ctx.send_at(link.peer, end_at, end.into());
     }
 }

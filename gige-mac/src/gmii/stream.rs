@@ -92,7 +92,7 @@ impl GmiiTx {
     /// `RxEnd` once it is whole.
     fn announce<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
         let byte = ctx.my_domain().period();
-        if let Some(w) = self.on_wire.as_ref() {
+        if let Some(w) = self.on_wire.as_mut() {
             tell_far_end(
                 w,
                 self.link,

@@ -13,6 +13,7 @@
 
 pub mod calibrated;
 mod error;
+mod faults;
 pub mod feasible;
 mod host;
 mod pci;
@@ -29,8 +30,9 @@ pub use error::ConfigError;
 pub use pci::PciBusKind;
 pub use presets::{find as find_preset, Preset, DEFAULT_PRESET, PRESETS};
 pub use schema::{
-    AttLocation, CardConfig, HostConfig, HostCostsConfig, MacConfig, PciBusConfig, PciConfig,
-    SimConfig, SimStepping, SystemConfig, TopologyConfig, ViplConfig, WireConfig,
+    AttLocation, CardConfig, FaultDirection, FaultsConfig, HostConfig, HostCostsConfig, MacConfig,
+    PciBusConfig, PciConfig, SimConfig, SimStepping, SystemConfig, TopologyConfig, ViplConfig,
+    WireConfig,
 };
 pub use schema_pci::{
     BridgeConfig, CardTargetConfig, Devsel, DmaMasterConfig, LocalTargetConfig, MacDmaConfig, Park,

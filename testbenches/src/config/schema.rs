@@ -31,6 +31,8 @@ pub struct SystemConfig {
     pub mac: MacConfig,
     /// The GMII link and the cable (`[wire]`).
     pub wire: WireConfig,
+    /// Faults injected on the wire (`[faults]`; all off in every preset).
+    pub faults: FaultsConfig,
 }
 
 /// `[sim]`: settings of the simulator itself, not of the hardware.
@@ -269,4 +271,62 @@ pub struct WireConfig {
     pub cable_m: f64,
     /// Minimum inter-frame gap \[bytes\].
     pub min_ifg_bytes: u32,
+}
+
+/// `[faults]`: faults injected on the wire between the two nodes (`gige_mac::fault`),
+/// decided per frame by each node's transmitter from a random stream derived from
+/// `sim.seed` and the direction. All off (zeros) is a perfect link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultsConfig {
+    /// Probability that a frame is lost on the wire \[0, 1\] (in `direction`).
+    pub frame_loss: f64,
+    /// Probability that a bit of a frame is inverted on the wire, per bit
+    /// \[0, 1e-3\] (in `direction`); the receiving DP83820 drops the frame with a CRC
+    /// error.
+    pub bit_error_rate: f64,
+    /// Which direction(s) `frame_loss` and `bit_error_rate` apply to: `"both"`,
+    /// `"0-to-1"` or `"1-to-0"` (the link-down window is the whole link's).
+    pub direction: FaultDirection,
+    /// When the link goes down \[us of simulated time\]; 0 = never.
+    pub link_down_at_us: u64,
+    /// How long it stays down \[us\]; 0 = never (both or neither are 0). Frames whose
+    /// transmission overlaps the window are lost (cut short if they started before it).
+    pub link_down_for_us: u64,
+}
+
+/// `faults.direction`: which way the random wire faults apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FaultDirection {
+    /// Both directions, each with its own random stream.
+    #[serde(rename = "both")]
+    Both,
+    /// Frames node 0 sends to node 1 only.
+    #[serde(rename = "0-to-1")]
+    ZeroToOne,
+    /// Frames node 1 sends to node 0 only.
+    #[serde(rename = "1-to-0")]
+    OneToZero,
+}
+
+impl FaultDirection {
+    /// Whether frames sent by node `from` are subject to the random faults.
+    #[must_use]
+    pub const fn applies_from(self, from: usize) -> bool {
+        match self {
+            FaultDirection::Both => true,
+            FaultDirection::ZeroToOne => from == 0,
+            FaultDirection::OneToZero => from == 1,
+        }
+    }
+
+    /// The config word (`both`, `0-to-1`, `1-to-0`).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            FaultDirection::Both => "both",
+            FaultDirection::ZeroToOne => "0-to-1",
+            FaultDirection::OneToZero => "1-to-0",
+        }
+    }
 }

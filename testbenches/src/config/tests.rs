@@ -112,8 +112,10 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("card.att_location".into(), "card".into())));
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
-    assert_eq!(flat.len(), 85);
+    assert!(flat.contains(&("faults.direction".into(), "both".into())));
+    assert_eq!(flat.len(), 90);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
+    assert_eq!(flat[89], ("faults.link_down_for_us".into(), "0".into()));
 }
 
 #[test]
@@ -302,6 +304,37 @@ fn validation_names_the_key_and_the_limit() {
         ("wire.mtu_bytes=20000", "wire.mtu_bytes", "9014"),
         ("wire.cable_m=-1", "wire.cable_m", "100 m"),
         ("wire.min_ifg_bytes=0", "wire.min_ifg_bytes", "at least 12"),
+        (
+            "faults.frame_loss=1.5",
+            "faults.frame_loss",
+            "between 0 and 1",
+        ),
+        (
+            "faults.frame_loss=-0.1",
+            "faults.frame_loss",
+            "between 0 and 1",
+        ),
+        ("faults.frame_loss=nan", "faults.frame_loss", "out of range"),
+        (
+            "faults.bit_error_rate=0.002",
+            "faults.bit_error_rate",
+            "between 0 and 0.001",
+        ),
+        (
+            "faults.link_down_at_us=10",
+            "faults.link_down_for_us",
+            "needs both",
+        ),
+        (
+            "faults.link_down_for_us=10",
+            "faults.link_down_at_us",
+            "needs both",
+        ),
+        (
+            "faults.link_down_at_us=2000000000",
+            "faults.link_down_at_us",
+            "1000 s",
+        ),
     ] {
         let cfg = set(&published(), input).expect(input);
         let err = cfg.validate().unwrap_err();

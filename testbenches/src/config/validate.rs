@@ -215,7 +215,55 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
         1024,
         " (IEEE 802.3 requires at least 12; smaller values are a what-if)",
     )?;
+    check_faults(&cfg.faults)?;
     super::feasible::check(cfg)
+}
+
+/// Longest link-down start or length accepted \[us\]: 1000 s of simulated time, far
+/// beyond any run (and its picoseconds fit 64 bits).
+pub const MAX_LINK_DOWN_US: u64 = 1_000_000_000;
+
+fn check_faults(f: &super::schema::FaultsConfig) -> Result<(), Problem> {
+    let loss = f.frame_loss;
+    if !(0.0..=1.0).contains(&loss) {
+        return Err(problem(
+            "faults.frame_loss",
+            format!("{loss} is out of range: must be a probability between 0 and 1"),
+        ));
+    }
+    let ber = f.bit_error_rate;
+    let max = gige_mac::fault::MAX_BIT_ERROR_RATE;
+    if !(0.0..=max).contains(&ber) {
+        return Err(problem(
+            "faults.bit_error_rate",
+            format!(
+                "{ber} is out of range: must be a probability per bit between 0 and {max} (above it nearly every frame is lost)"
+            ),
+        ));
+    }
+    for (key, us) in [
+        ("faults.link_down_at_us", f.link_down_at_us),
+        ("faults.link_down_for_us", f.link_down_for_us),
+    ] {
+        if us > MAX_LINK_DOWN_US {
+            return Err(problem(
+                key,
+                format!("{us} us is out of range: must be at most {MAX_LINK_DOWN_US} us (1000 s)"),
+            ));
+        }
+    }
+    match (f.link_down_at_us, f.link_down_for_us) {
+        (0, 0) => Ok(()),
+        (0, n) => Err(problem(
+            "faults.link_down_at_us",
+            format!("0 (never) while faults.link_down_for_us is {n}: a link-down window needs both a start and a length (or neither)"),
+        )),
+        (n, 0) => Err(problem(
+            "faults.link_down_for_us",
+            format!("0 (never) while faults.link_down_at_us is {n}: a link-down window needs both a start and a length (or neither)"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn check_bus(prefix: &str, bus: &PciBusConfig) -> Result<(), Problem> {

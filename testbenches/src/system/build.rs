@@ -10,7 +10,9 @@ use super::world::{Comp, Msg, NodeStore, SystemWorld};
 use crate::config::{feasible, AttLocation, PciBusKind, SystemConfig};
 use gige_mac::dp83820::{regs, Dp83820Bus, Dp83820Mac};
 use gige_mac::gec::Gec;
-use gige_mac::{BufferLayout, BufferRam, GigeParams, Link, MacMsg, PortIndex};
+use gige_mac::{
+    BufferLayout, BufferRam, GigeParams, Link, MacMsg, PortIndex, WireFaultStats, WireFaults,
+};
 use host_driver::{HostCpu, HostCpuParams, HostMsg};
 use nic_model::att::{AttManager, HostTablePort};
 use nic_model::engine::{Engine, EngineParams, EnginePorts};
@@ -289,6 +291,12 @@ impl System {
                 // Keep the frames each MAC puts on the wire, for `--pcap`.
                 mac_side.tx_mut().enable_capture();
             }
+            // `[faults]` on the wire this node sends into (not installed when all off:
+            // the published link takes no fault decision and no random draw).
+            mac_side.tx_mut().set_faults(WireFaults::new(
+                cfg.wire_fault_params(n),
+                cfg.wire_fault_seed(n),
+            ));
 
             // Registration order must match `NodeIds`.
             world.place(id.cpu, Comp::Cpu(n, Box::new(cpu)));
@@ -359,6 +367,27 @@ impl System {
             Some(Comp::Engine(_, e)) => Some(e),
             _ => None,
         }
+    }
+
+    /// The DP83820 MAC side of node `n` (its wire statistics: `stats()`, `rx()`,
+    /// `tx()`).
+    #[must_use]
+    pub fn mac_side(&self, n: usize) -> Option<&Dp83820Mac> {
+        let id = self.nodes.get(n)?.mac_side;
+        match self.world.get(id) {
+            Some(Comp::MacSide(_, m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// What the faults did on the wire node `n` sends into (direction `n` to the other
+    /// node); zeros when `[faults]` leaves that direction without faults.
+    #[must_use]
+    pub fn wire_faults(&self, n: usize) -> WireFaultStats {
+        self.mac_side(n)
+            .and_then(|m| m.tx().faults())
+            .map(|f| *f.stats())
+            .unwrap_or_default()
     }
 
     /// Starts the system: programs the DP83820s (GEC init) and starts every CPU's program.

@@ -178,10 +178,21 @@ impl System {
             let counts: Vec<(&str, u64)> = match c {
                 Comp::MacSide(_, m) => {
                     let s = m.stats();
+                    let w = m.tx().faults().map(|f| *f.stats()).unwrap_or_default();
                     vec![
                         ("frames refused by the transmitter", s.tx_refused),
                         ("transmit underruns", s.tx_underruns),
+                        ("frames lost on its wire (faults.frame_loss)", w.frames_lost),
+                        (
+                            "frames lost on its wire to the link going down (faults.link_down_*)",
+                            w.link_down_lost,
+                        ),
+                        (
+                            "frames corrupted on its wire (faults.bit_error_rate)",
+                            w.frames_corrupted,
+                        ),
                         ("frames received with errors", s.rx_bad),
+                        ("of them with CRC errors", s.rx_crc_errors),
                         ("RX FIFO overflows", s.rx_overflows),
                     ]
                 }

@@ -1,0 +1,89 @@
+//! `[faults]` mapped onto `gige_mac::fault`: the parameters and the seed of each
+//! direction's wire faults.
+
+use super::schema::SystemConfig;
+use gige_mac::fault::{LinkDown, WireFaultParams};
+use sim_kernel::time::PS_PER_US;
+use sim_kernel::{Duration, SplitMix64, Time};
+
+impl SystemConfig {
+    /// The faults on the wire node `from` sends into (`from` = 0: direction 0-to-1): the
+    /// random ones if `faults.direction` names that direction, the link-down window
+    /// always (a link is down both ways).
+    #[must_use]
+    pub fn wire_fault_params(&self, from: usize) -> WireFaultParams {
+        let f = &self.faults;
+        let random = f.direction.applies_from(from);
+        let link_down = (f.link_down_at_us > 0 && f.link_down_for_us > 0).then(|| LinkDown {
+            at: Time(f.link_down_at_us.saturating_mul(PS_PER_US)),
+            duration: Duration(f.link_down_for_us.saturating_mul(PS_PER_US)),
+        });
+        WireFaultParams {
+            frame_loss: if random { f.frame_loss } else { 0.0 },
+            bit_error_rate: if random { f.bit_error_rate } else { 0.0 },
+            link_down,
+        }
+    }
+
+    /// The seed of the random stream of the wire node `from` sends into, derived from
+    /// `sim.seed` and the direction (`wire.0-to-1`, `wire.1-to-0`), unrelated to every
+    /// other stream of the run.
+    #[must_use]
+    pub fn wire_fault_seed(&self, from: usize) -> u64 {
+        let label = format!("wire.{from}-to-{}", 1 - from.min(1));
+        SplitMix64::derive(self.sim.seed, &label).next_u64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::SystemConfig;
+
+    fn cfg(sets: &[&str]) -> SystemConfig {
+        let mut c = SystemConfig::from_preset("hvia-ge").unwrap();
+        for s in sets {
+            c.apply_set(s).unwrap();
+        }
+        c.validate().unwrap();
+        c
+    }
+
+    #[test]
+    fn no_preset_has_a_fault() {
+        for p in super::super::PRESETS {
+            let c = SystemConfig::from_preset(p.name).unwrap();
+            assert!(c.wire_fault_params(0).is_off(), "{}", p.name);
+            assert!(c.wire_fault_params(1).is_off(), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn direction_picks_the_transmitters_and_the_window_is_both_ways() {
+        let c = cfg(&[
+            "faults.frame_loss=0.5",
+            "faults.bit_error_rate=1e-5",
+            "faults.direction=1-to-0",
+            "faults.link_down_at_us=10",
+            "faults.link_down_for_us=3",
+        ]);
+        let (a, b) = (c.wire_fault_params(0), c.wire_fault_params(1));
+        assert_eq!((a.frame_loss, a.bit_error_rate), (0.0, 0.0));
+        assert_eq!((b.frame_loss, b.bit_error_rate), (0.5, 1e-5));
+        for p in [a, b] {
+            let d = p.link_down.unwrap();
+            assert_eq!((d.at.0, d.duration.0), (10_000_000, 3_000_000));
+        }
+        let both = cfg(&["faults.frame_loss=0.5"]);
+        assert_eq!(both.wire_fault_params(0).frame_loss, 0.5);
+        assert_eq!(both.wire_fault_params(1).frame_loss, 0.5);
+    }
+
+    #[test]
+    fn seeds_differ_by_direction_and_follow_sim_seed() {
+        let c = cfg(&[]);
+        let d = cfg(&["sim.seed=2"]);
+        assert_ne!(c.wire_fault_seed(0), c.wire_fault_seed(1));
+        assert_ne!(c.wire_fault_seed(0), d.wire_fault_seed(0));
+        assert_eq!(c.wire_fault_seed(1), cfg(&[]).wire_fault_seed(1));
+    }
+}
