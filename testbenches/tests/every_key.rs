@@ -351,6 +351,9 @@ const CASES: &[Case] = &[
     // A smaller MTU cuts a message into more, smaller frames (3000 B: 4 frames, not 3).
     case("wire.mtu_bytes", "1000", RDMA3000, Changed),
     case("wire.min_ifg_bytes", "1024", RDMA3000, Up),
+    // A reliable level makes the receiving card acknowledge each message and the send
+    // complete on the acknowledgement, not when its frame leaves.
+    case("via.reliability", "reliable-delivery", RDMA4, Changed),
     // A fault that is on loses or spoils a frame the ping-pong waits for: the run ends
     // with a stall naming the losses (or, finishing, with other counters).
     case("faults.frame_loss", "1.0", Obs::WireFaults, Changed),

@@ -33,6 +33,8 @@ pub struct SystemConfig {
     pub wire: WireConfig,
     /// Faults injected on the wire (`[faults]`; all off in every preset).
     pub faults: FaultsConfig,
+    /// The VIA service the programs ask for (`[via]`).
+    pub via: ViaConfig,
 }
 
 /// `[sim]`: settings of the simulator itself, not of the hardware.
@@ -293,6 +295,41 @@ pub struct FaultsConfig {
     /// How long it stays down \[us\]; 0 = never (both or neither are 0). Frames whose
     /// transmission overlaps the window are lost (cut short if they started before it).
     pub link_down_for_us: u64,
+}
+
+/// `[via]`: what the host programs ask of VIA.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViaConfig {
+    /// The reliability level of the ping-pong's VIs (`VipCreateVi` attributes, both
+    /// sides): `"unreliable"`, `"reliable-delivery"` or `"reliable-reception"`.
+    pub reliability: ViaReliability,
+}
+
+/// `via.reliability`: a VIA 1.0 reliability level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ViaReliability {
+    /// Unreliable delivery: a send completes when its frames are sent.
+    #[serde(rename = "unreliable")]
+    Unreliable,
+    /// Reliable delivery: a send completes when the remote card acknowledged it.
+    #[serde(rename = "reliable-delivery")]
+    ReliableDelivery,
+    /// Reliable reception: a send completes when the data is in the remote memory.
+    #[serde(rename = "reliable-reception")]
+    ReliableReception,
+}
+
+impl ViaReliability {
+    /// The level as the VI attributes carry it.
+    #[must_use]
+    pub const fn level(self) -> via_abi::bar::Reliability {
+        match self {
+            ViaReliability::Unreliable => via_abi::bar::Reliability::Unreliable,
+            ViaReliability::ReliableDelivery => via_abi::bar::Reliability::ReliableDelivery,
+            ViaReliability::ReliableReception => via_abi::bar::Reliability::ReliableReception,
+        }
+    }
 }
 
 /// `faults.direction`: which way the random wire faults apply.

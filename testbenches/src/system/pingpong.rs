@@ -162,6 +162,7 @@ pub fn run_pingpong_adjusted(
     // No wait gives up on its own: a slow but valid configuration takes as long as it
     // takes, and a run that can never finish is caught by the run loop's stall check.
     params.wait_timeout = host_driver::Timeout::Infinite;
+    params.reliability = cfg.via.reliability.level();
     let to_initiator = PingPongParams {
         peer: sys.macs[0],
         ..params
