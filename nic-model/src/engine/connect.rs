@@ -267,7 +267,7 @@ impl Engine {
                     self.stats.rx_not_connected += 1;
                 }
             }
-            WireOp::Send | WireOp::RdmaWrite | WireOp::Ack | WireOp::Unknown(_) => {}
+            WireOp::Send | WireOp::RdmaWrite | WireOp::Ack | WireOp::Nak | WireOp::Unknown(_) => {}
         }
     }
 
