@@ -292,8 +292,7 @@ impl Engine {
         }
         if to == ViState::Connected {
             if let Some(vi) = self.vis.get_mut(n) {
-                vi.tx_seq = 0;
-                vi.rx_seq = 0;
+                vi.reset_seq();
             }
         }
     }
