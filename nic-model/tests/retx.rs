@@ -111,3 +111,97 @@ fn an_ack_older_than_the_window_is_a_duplicate_and_one_never_sent_is_unmatched()
     assert_eq!(e0.bookkeeping_misses, 0);
     assert!(s.engine(0).is_idle());
 }
+
+#[test]
+fn the_receiver_drops_duplicates_and_gaps_and_asks_once_for_a_go_back() {
+    use nic_model::engine::EngineParams;
+    use via_abi::bar::ViStateCode;
+    use via_abi::wire_header::WireFlags;
+    let mut s = Sys::new(Config {
+        engine: EngineParams {
+            retransmit: true,
+            ..EngineParams::default()
+        },
+        ..Config::default()
+    });
+    for i in 0..2 {
+        s.create_vi(i, 0, PTAG, Reliability::ReliableDelivery, true);
+    }
+    s.connect(0, 0, 0x100);
+    let t = region(&mut s, 1, 0x5000_0000, 4096, PTAG, true);
+    let before = s.read_mem(1, t.va, 3000);
+    let frame = |seq: u32, off: u32, len: u16, flags: WireFlags, fill: u8| {
+        let h = WireHeaderRepr {
+            op: WireOp::RdmaWrite,
+            flags,
+            dst_vi: 0,
+            src_vi: 0,
+            seq,
+            msg_len: 3000,
+            frag_offset: off,
+            frag_len: len,
+            remote_va: t.va,
+            remote_handle: t.h,
+            immediate: 0,
+        };
+        let mut b = headers(mac(0), mac(1), &h);
+        b.extend(vec![fill; usize::from(len)]);
+        b
+    };
+    let (first, last) = (WireFlags::FIRST, WireFlags::LAST);
+    let frames = [
+        frame(0, 0, 1460, first, 0xA1),
+        frame(2, 2920, 80, last, 0xC3), // gap: 1 expected -> Nak(1)
+        frame(2, 2920, 80, last, 0xC3), // the same gap: no second Nak
+        frame(0, 0, 1460, first, 0xEE), // duplicate, no LAST: dropped silently
+        frame(1, 1460, 1460, WireFlags::empty(), 0xB2),
+        frame(2, 2920, 80, last, 0xC3), // completes the message: Ack(2)
+        frame(2, 2920, 80, last, 0xEE), // duplicate LAST: re-Ack(2), nothing placed
+    ];
+    let gec = s.node(1).ids.gec;
+    let sent_before = s.node(1).gec.sent.len();
+    for (k, bytes) in frames.into_iter().enumerate() {
+        let at = s.k.now() + sim_kernel::Duration::from_ns(30_000 * (k as u64 + 1));
+        s.k.post(
+            gec,
+            at,
+            Msg::Deliver {
+                bytes,
+                msg: sim_kernel::MsgId(700 + k as u64),
+            },
+        );
+    }
+    s.run();
+    let mut expect = before;
+    expect[..1460].fill(0xA1);
+    expect[1460..2920].fill(0xB2);
+    expect[2920..].fill(0xC3);
+    assert!(
+        s.read_mem(1, t.va, 3000) == expect,
+        "placed byte-exact, once"
+    );
+    let control: Vec<(WireOp, u32, u32)> = sent_headers(&s, 1)[sent_before..]
+        .iter()
+        .map(|h| (h.op, h.seq, h.immediate))
+        .collect();
+    assert_eq!(
+        control,
+        vec![
+            (WireOp::Nak, 1, 0),
+            (WireOp::Ack, 2, 0),
+            (WireOp::Ack, 2, 0)
+        ]
+    );
+    let vi = s.engine(1).vi(0).unwrap();
+    let c = &vi.counters;
+    assert_eq!(
+        (c.rx_duplicates, c.rx_out_of_order, c.goback_naks_sent),
+        (2, 2, 1)
+    );
+    assert_eq!(
+        (c.messages_received, c.rx_sequence_errors, c.naks_sent),
+        (1, 0, 0)
+    );
+    assert_eq!(s.vi_state(1, 0), ViStateCode::Connected);
+    assert!(s.engine(1).is_idle());
+}

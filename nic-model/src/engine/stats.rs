@@ -149,6 +149,14 @@ pub struct ViCounters {
     pub naks_received: u64,
     /// Acks received that acknowledged nothing new (older than the window base).
     pub acks_duplicate: u64,
+    /// Data frames received again (reliable, `retransmit`): dropped, re-acknowledged if
+    /// they carry LAST or ACK_REQ.
+    pub rx_duplicates: u64,
+    /// Data frames received after a gap (reliable, `retransmit`): dropped while the
+    /// sender goes back.
+    pub rx_out_of_order: u64,
+    /// Go-back Naks sent (one per gap).
+    pub goback_naks_sent: u64,
     /// Error bits of the last receive-side error (0 if none).
     pub last_rx_error: Status,
     /// Error bits of the last send completed in error (0 if none).

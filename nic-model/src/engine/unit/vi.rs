@@ -17,7 +17,7 @@
 //! complete with it too.
 
 use super::recv::RecvDesc;
-use super::retx::TxWindow;
+use super::retx::{RxAck, TxWindow};
 use crate::engine::ids::{RxId, SendId, ViCmdSeq};
 use crate::engine::stats::{ViCounters, ViInfo};
 use sim_kernel::{Fsm, MsgId, StateName};
@@ -94,6 +94,8 @@ pub(crate) struct Vi {
     /// The sender's acknowledgement window (reliable VIs): what the peer's cumulative
     /// Acks have covered.
     pub tx: TxWindow,
+    /// The receiver's acknowledgement registers (reliable VIs).
+    pub rxa: RxAck,
     pub recv_queue: VecDeque<PostedRecv>,
     /// Send contexts in posting order (they complete in this order).
     pub send_order: VecDeque<SendId>,
@@ -121,6 +123,7 @@ impl Vi {
             tx_seq: 0,
             rx_seq: 0,
             tx: TxWindow::default(),
+            rxa: RxAck::default(),
             recv_queue: VecDeque::new(),
             send_order: VecDeque::new(),
             tx_active: None,
@@ -140,6 +143,7 @@ impl Vi {
         self.tx_seq = 0;
         self.rx_seq = 0;
         self.tx = TxWindow::default();
+        self.rxa = RxAck::default();
     }
 
     /// Whether the VI delivers reliably (reliable delivery or reliable reception).
