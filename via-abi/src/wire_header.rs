@@ -10,11 +10,11 @@
 //! |---|---|---|---|
 //! | 0 | version, 1 | `version` | lets traces and a future format tell frames apart; others are rejected |
 //! | 1 | operation ([`WireOp`]) | `op` | what the receiving engine does with the frame |
-//! | 2 | flags ([`WireFlags`]): FIRST, LAST, IMMEDIATE | `flags` | message boundaries without per-VI state; immediate data valid |
+//! | 2 | flags ([`WireFlags`]): FIRST, LAST, IMMEDIATE, ACK_REQ | `flags` | message boundaries without per-VI state; immediate data valid; the sender asks for an ack of this frame |
 //! | 3 | reserved, 0 | `reserved0` | keeps the VI numbers 16-bit aligned |
 //! | 4..6 | destination VI number | `dst_vi` | selects the receiving VI context (like a port) |
 //! | 6..8 | source VI number | `src_vi` | lets the receiver check the connection and address acks |
-//! | 8..12 | sequence number | `seq` | per connection, +1 per data frame, for reliable delivery; an ack carries the highest in-order number received |
+//! | 8..12 | sequence number | `seq` | per connection, +1 per data frame, for reliable delivery (compared in serial-number order, [`seq_before`]); an ack carries the highest in-order number received, a go-back nak the next number expected |
 //! | 12..16 | message total length \[bytes\] | `msg_len` | the receiver checks the receive descriptor / knows when the message is whole |
 //! | 16..20 | fragment offset \[bytes\] | `frag_offset` | where this fragment's payload goes in the message (RDMA: at `remote_va + frag_offset`) |
 //! | 20..22 | fragment payload length \[bytes\] | `frag_len` | short frames are padded to 60 bytes, so the frame length cannot tell |
@@ -141,6 +141,14 @@ pub const FIELDS: &[FieldInfo] = &[
 
 const LAYOUT: &str = "VIA wire header";
 
+/// Whether sequence number `a` comes before `b` in serial-number order (RFC 1982 style):
+/// `a` is before `b` when `b` is 1 to 2^31 steps after it (wrapping), so the order
+/// survives the wrap from `u32::MAX` to 0. A number is not before itself; two numbers
+/// exactly 2^31 apart are each before the other (windows are far smaller).
+pub const fn seq_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
 /// Number of frames a message of `msg_len` bytes needs: `ceil(msg_len / 1460)`, and one
 /// frame for an empty message.
 pub const fn fragment_count(msg_len: u32) -> u32 {
@@ -175,8 +183,12 @@ pub enum WireOp {
     ConnectReject,
     /// 6: disconnect (VipDisconnect).
     Disconnect,
-    /// 7: acknowledgement of data frames up to `seq` (reliable delivery).
+    /// 7: acknowledgement of data frames up to `seq` (reliable delivery); with error bits
+    /// in `immediate`, an error nak (fatal to the connection).
     Ack,
+    /// 8: go-back nak: `seq` is the next data frame the receiver expects; the sender
+    /// resends from there (not an error).
+    Nak,
     /// Any other value (raw byte).
     Unknown(u8),
 }
@@ -192,6 +204,7 @@ impl WireOp {
             5 => WireOp::ConnectReject,
             6 => WireOp::Disconnect,
             7 => WireOp::Ack,
+            8 => WireOp::Nak,
             other => WireOp::Unknown(other),
         }
     }
@@ -206,6 +219,7 @@ impl WireOp {
             WireOp::ConnectReject => 5,
             WireOp::Disconnect => 6,
             WireOp::Ack => 7,
+            WireOp::Nak => 8,
             WireOp::Unknown(raw) => raw,
         }
     }
@@ -226,6 +240,8 @@ bitflags! {
         const LAST = 0x02;
         /// The `immediate` field is valid.
         const IMMEDIATE = 0x04;
+        /// The sender asks the receiver to acknowledge this data frame (reliable VIs).
+        const ACK_REQ = 0x08;
     }
 }
 
@@ -656,7 +672,71 @@ mod tests {
         assert_eq!(fragment_count(u32::MAX), u32::MAX.div_ceil(1460));
     }
 
+    #[test]
+    fn serial_order_survives_the_wrap() {
+        assert!(seq_before(0, 1));
+        assert!(!seq_before(1, 0));
+        assert!(!seq_before(5, 5), "a number is not before itself");
+        assert!(seq_before(u32::MAX, 0), "wrap: MAX comes just before 0");
+        assert!(!seq_before(0, u32::MAX));
+        assert!(seq_before(u32::MAX - 3, 2));
+        assert!(seq_before(0, 0x7FFF_FFFF));
+        assert!(
+            !seq_before(0, 0x8000_0001),
+            "more than half the space away: after"
+        );
+    }
+
+    #[test]
+    fn nak_and_ack_req_on_the_wire() {
+        assert_eq!(WireOp::from_raw(8), WireOp::Nak);
+        assert_eq!(WireOp::Nak.raw(), 8);
+        assert!(!WireOp::Nak.carries_data());
+        assert_eq!(WireOp::from_raw(9), WireOp::Unknown(9));
+        let mut r = repr();
+        r.flags |= WireFlags::ACK_REQ;
+        let mut f = frame();
+        r.emit(&mut WireHeader::new_unchecked(&mut f[..]));
+        assert_eq!(f[2], 0x0E, "LAST | IMMEDIATE | ACK_REQ");
+        let back = WireHeaderRepr::parse(&WireHeader::new_unchecked(&f[..])).expect("parse");
+        assert_eq!(back, r);
+        assert!(back.flags.contains(WireFlags::ACK_REQ));
+        assert_eq!(
+            back.check_fragment(),
+            Ok(()),
+            "ACK_REQ is not a fragment field"
+        );
+        let nak = WireHeaderRepr {
+            op: WireOp::Nak,
+            flags: WireFlags::empty(),
+            dst_vi: 5,
+            src_vi: 9,
+            seq: 41,
+            msg_len: 0,
+            frag_offset: 0,
+            frag_len: 0,
+            remote_va: 0,
+            remote_handle: MemHandle::NULL,
+            immediate: 0,
+        };
+        let mut buf = [0u8; HEADER_LEN];
+        nak.emit(&mut WireHeader::new_unchecked(&mut buf[..]));
+        assert_eq!(buf[1], 8);
+        assert_eq!(&buf[8..12], &[0, 0, 0, 41]);
+        assert_eq!(
+            WireHeaderRepr::parse(&WireHeader::new_unchecked(&buf[..])),
+            Ok(nak)
+        );
+    }
+
     proptest! {
+        #[test]
+        fn serial_order_is_antisymmetric(a in any::<u32>(), d in 1u32..0x8000_0000) {
+            let b = a.wrapping_add(d);
+            prop_assert!(seq_before(a, b));
+            prop_assert!(!seq_before(b, a));
+        }
+
         #[test]
         fn round_trip(op in any::<u8>(), flags in any::<u8>(), dst in any::<u16>(),
                       src in any::<u16>(), seq in any::<u32>(), msg in any::<u32>(),

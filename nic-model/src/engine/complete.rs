@@ -2,12 +2,14 @@
 //! the status writes into host descriptors, acknowledgements received, and flushing.
 //!
 //! **When a send completes.** Unreliable VI: when the GEC reports its last frame sent
-//! (`GecTxDone`). Reliable delivery (and reliable reception): when the peer's Ack for the
-//! message's last fragment arrives, or at once with the error bits a Nak carries (e.g.
-//! `RDMA_PROTECTION_ERROR`). There is no retransmission: the modelled link neither loses
-//! nor corrupts frames (back-to-back gigabit Ethernet with a lossless MAC model), so an
-//! Ack only reports the remote engine's verdict. A Nak (or a failed transmission) moves a
-//! reliable VI to `error`.
+//! (`GecTxDone`). Reliable delivery (and reliable reception): when a peer's Ack covers
+//! the message's last fragment, or at once with the error bits a Nak carries (e.g.
+//! `RDMA_PROTECTION_ERROR`). Acks are cumulative: Ack(k) acknowledges every data frame up
+//! to `k`, so it completes every waiting send of the VI whose last fragment is at or
+//! before `k`, in posting order (a lost Ack is made up by the next); the VI's window base
+//! (`TxWindow::una`) moves to `k + 1`, and an older Ack is a repeat (`acks_duplicate`).
+//! There is no retransmission yet: a lost data frame is not recovered. An error Nak (or a
+//! failed transmission) moves a reliable VI to `error`.
 //!
 //! **Order.** Descriptors of one work queue complete in posting order (VIA 1.0): a send
 //! that is ready waits for the earlier ones of its VI before its status is written.
@@ -23,6 +25,7 @@ use super::ids::{JobId, SendId};
 use super::io::{span, span_to, Io};
 use super::unit::completion::{completed_op, JobKind, StatusJob};
 use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::unit::retx::AckVerdict;
 use super::unit::send::{SendStage, STATUS_OFFSET};
 use super::unit::vi::ViState;
 use super::Engine;
@@ -247,7 +250,7 @@ impl Engine {
         }
     }
 
-    /// An Ack (`status` empty) or Nak for fragment `seq` arrived on VI `vi`.
+    /// An Ack (`status` empty) or error Nak for fragment `seq` arrived on VI `vi`.
     pub(crate) fn ack_received(
         &mut self,
         vi: u16,
@@ -257,7 +260,86 @@ impl Engine {
         io: &mut Io,
         ram: &mut BufferRam,
     ) {
+        if status.errors().is_error() {
+            self.nak_error_received(vi, seq, status, arrived, io, ram);
+        } else {
+            self.cumulative_ack_received(vi, seq, arrived, io, ram);
+        }
+    }
+
+    /// A positive Ack of every data frame up to `k` arrived on VI `vi` (cumulative): every
+    /// send whose last fragment it covers is acknowledged, in posting order.
+    fn cumulative_ack_received(
+        &mut self,
+        vi: u16,
+        k: u32,
+        arrived: Time,
+        io: &mut Io,
+        ram: &mut BufferRam,
+    ) {
         // The header check found the VI connected to the Ack's sender before calling this.
+        let Some(v) = self.vis.get_mut(vi) else {
+            return self.bookkeeping_miss("VI of an Ack");
+        };
+        match v.tx.ack(k, v.tx_seq) {
+            AckVerdict::Advanced => {}
+            // The peer's input: a repeat of what an earlier Ack covered.
+            AckVerdict::Stale => {
+                v.counters.acks_duplicate += 1;
+                self.stats.acks_duplicate += 1;
+                tracing::debug!(target: "nic::tx", vi, seq = k, "ack older than the window");
+                return;
+            }
+            // The peer's input: an Ack of a frame never sent; counted and dropped.
+            AckVerdict::Unmatched => {
+                self.stats.acks_unmatched += 1;
+                tracing::warn!(target: "nic::tx", vi, seq = k, "ack for no message in flight");
+                return;
+            }
+        }
+        let mut covered = Vec::new();
+        for id in &v.send_order {
+            // Not a miss: a send context is removed only after it left its VI's order.
+            let Some(s) = self.send.ctxs.get(id) else {
+                break;
+            };
+            if s.is_ready() {
+                continue;
+            }
+            if !s.acked_by(k) {
+                break;
+            }
+            covered.push(*id);
+        }
+        for id in covered {
+            let mut wait_over = false;
+            if let Some(s) = self.send.ctxs.get_mut(&id) {
+                // The wait ends when the ack frame arrives; its header check follows
+                // under the same trace id (recorded by the receive front end).
+                span_to(io, s.msg, "ack wait", &mut s.mark, arrived);
+                s.mark = s.mark.max(io.now());
+                wait_over = s.ack_last();
+            }
+            if wait_over {
+                self.send_ready(id, io, ram);
+            } else {
+                self.send_progress(id, io, ram);
+            }
+        }
+    }
+
+    /// An error Nak (error bits in `status`) for fragment `seq` arrived on VI `vi`: the
+    /// send it names completes with them and the VI breaks.
+    fn nak_error_received(
+        &mut self,
+        vi: u16,
+        seq: u32,
+        status: Status,
+        arrived: Time,
+        io: &mut Io,
+        ram: &mut BufferRam,
+    ) {
+        // The header check found the VI connected to the Nak's sender before calling this.
         let Some(v) = self.vis.get(vi) else {
             return self.bookkeeping_miss("VI of an Ack");
         };
@@ -267,38 +349,26 @@ impl Engine {
                 .get(id)
                 .is_some_and(|s| s.awaits_ack_for(seq))
         });
-        // May miss: the peer's Ack is its input (a repeat, or one for a send flushed
+        // May miss: the peer's Nak is its input (a repeat, or one for a send flushed
         // meanwhile); counted and dropped.
         let Some(id) = found else {
             self.stats.acks_unmatched += 1;
-            tracing::warn!(target: "nic::tx", vi, seq, "ack for no message in flight");
+            tracing::warn!(target: "nic::tx", vi, seq, "nak for no message in flight");
             return;
         };
-        let nak = status.errors().is_error();
-        let mut wait_over = false;
         if let Some(s) = self.send.ctxs.get_mut(&id) {
-            // The wait ends when the ack frame arrives; its header check follows under
+            // The wait ends when the nak frame arrives; its header check follows under
             // the same trace id (recorded by the receive front end).
             span_to(io, s.msg, "ack wait", &mut s.mark, arrived);
             s.mark = s.mark.max(io.now());
-            if nak {
-                s.status |= status.errors();
-                s.cut();
-            } else if s.last_seq == Some(seq) {
-                wait_over = s.ack_last();
-            }
+            s.status |= status.errors();
+            s.cut();
         }
-        if nak {
-            if let Some(v) = self.vis.get_mut(vi) {
-                v.counters.naks_received += 1;
-            }
-            self.send_progress(id, io, ram);
-            self.set_vi_state(vi, ViState::Error, io, ram);
-        } else if wait_over {
-            self.send_ready(id, io, ram);
-        } else {
-            self.send_progress(id, io, ram);
+        if let Some(v) = self.vis.get_mut(vi) {
+            v.counters.naks_received += 1;
         }
+        self.send_progress(id, io, ram);
+        self.set_vi_state(vi, ViState::Error, io, ram);
     }
 
     /// VI `n` left `connected` or broke: everything pending on it completes with

@@ -267,7 +267,7 @@ impl Engine {
                     self.stats.rx_not_connected += 1;
                 }
             }
-            WireOp::Send | WireOp::RdmaWrite | WireOp::Ack | WireOp::Unknown(_) => {}
+            WireOp::Send | WireOp::RdmaWrite | WireOp::Ack | WireOp::Nak | WireOp::Unknown(_) => {}
         }
     }
 
@@ -292,8 +292,7 @@ impl Engine {
         }
         if to == ViState::Connected {
             if let Some(vi) = self.vis.get_mut(n) {
-                vi.tx_seq = 0;
-                vi.rx_seq = 0;
+                vi.reset_seq();
             }
         }
     }

@@ -60,6 +60,11 @@ id_type!(
     MoverGen,
     "gen#"
 );
+id_type!(
+    /// Generation of the retransmission timer's scheduled wake-up (older ones are stale).
+    RetxGen,
+    "retx#"
+);
 
 #[cfg(test)]
 mod tests {

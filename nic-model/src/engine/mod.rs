@@ -55,6 +55,7 @@
 //! | `unit::send` | send contexts, TX slots, Send FIFO, TX mover, control frames |
 //! | `unit::recv` | RX front end, Recv FIFO, RX mover, messages being received |
 //! | `unit::completion` | status write-backs in flight |
+//! | `unit::retx` | per-VI go-back-N window and Ack registers, the retransmission timer |
 //!
 //! Steps of the dispatcher (`impl Engine`; import units and leaves, never each other):
 //! `regs`, `doorbell`, `connect` (VI commands, connection frames, VI state changes),

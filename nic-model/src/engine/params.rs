@@ -116,6 +116,25 @@ pub struct EngineParams {
     pub msg_id_base: MsgId,
     /// How the word movers are stepped (no effect on results). Default batched; setting.
     pub stepping: WordStepping,
+    /// Reliable VIs recover lost or corrupted frames: go-back-N per VI, the resent
+    /// fragments read again from host memory. `false`: a sequence gap or a failed
+    /// transmission breaks a reliable VI (TRANSPORT_ERROR). Default false until the
+    /// mechanism is complete; assumption (the paper publishes the reliability levels, not
+    /// how the card keeps them on a lossy link).
+    pub retransmit: bool,
+    /// Retransmission timeout \[cycles\]: from a reliable data frame's transmit
+    /// completion to going back to the oldest unacknowledged frame if no Ack moved the
+    /// window (1 000..=33 000 000). Default 33 000 (1 ms at 33 MHz); assumption (above the
+    /// worst fault-free Ack delay, about 0.57 ms with the default window).
+    pub retx_timeout_cycles: Cycles,
+    /// Timeouts in a row without progress a reliable VI survives; one more completes the
+    /// oldest unacknowledged send with TRANSPORT_ERROR and breaks the VI. Default 7;
+    /// assumption (InfiniBand's largest retry count, a 3-bit field).
+    pub retx_limit: u8,
+    /// Data frames a reliable VI may have sent and not had acknowledged \[frames\]
+    /// (2..=4096); the sender asks for an Ack every `max(1, window / 4)` frames. Default
+    /// 64; assumption (sized not to bind without faults: about 32 frames are in flight).
+    pub retx_window_frames: u32,
 }
 
 impl Default for EngineParams {
@@ -144,6 +163,10 @@ impl Default for EngineParams {
             max_pending_connects: 8,
             msg_id_base: MsgId(1),
             stepping: WordStepping::Batched,
+            retransmit: false,
+            retx_timeout_cycles: Cycles(33_000),
+            retx_limit: 7,
+            retx_window_frames: 64,
         }
     }
 }
@@ -153,7 +176,8 @@ impl EngineParams {
     ///
     /// # Errors
     /// A zero-sized FIFO, chunk or VI table, more VIs than the doorbell windows address,
-    /// a skid that leaves no room, a FIFO smaller than a word, or a BAR that overflows.
+    /// a skid that leaves no room, a FIFO smaller than a word, a BAR that overflows, or a
+    /// retransmission timeout or window out of its range.
     pub fn validate(&self) -> Result<(), EngineError> {
         let bad = |name: &'static str, why: &'static str| Err(EngineError::BadParam { name, why });
         if self.max_vis == 0 || u64::from(self.max_vis) > bar::MAX_VIS {
@@ -185,6 +209,12 @@ impl EngineParams {
         if self.bar0_base.checked_add(bar::BAR0_SIZE).is_none() {
             return bad("bar0_base", "BAR0 must fit below 2^64");
         }
+        if !(1_000..=33_000_000).contains(&self.retx_timeout_cycles.0) {
+            return bad("retx_timeout_cycles", "must be 1000..=33000000 cycles");
+        }
+        if !(2..=4096).contains(&self.retx_window_frames) {
+            return bad("retx_window_frames", "must be 2..=4096 frames");
+        }
         Ok(())
     }
 
@@ -215,4 +245,52 @@ pub enum EngineError {
     /// The buffer RAM layout is invalid.
     #[error("buffer RAM: {0}")]
     Layout(#[from] BufferError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(p: &EngineParams) -> &'static str {
+        match p.validate() {
+            Err(EngineError::BadParam { name, .. }) => name,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn retransmission_defaults_and_ranges() {
+        let d = EngineParams::default();
+        assert_eq!(d.validate(), Ok(()));
+        assert!(!d.retransmit, "off until the mechanism is complete");
+        assert_eq!(
+            (d.retx_timeout_cycles, d.retx_limit, d.retx_window_frames),
+            (Cycles(33_000), 7, 64)
+        );
+        for (t, ok) in [
+            (999, false),
+            (1_000, true),
+            (33_000_000, true),
+            (33_000_001, false),
+        ] {
+            let p = EngineParams {
+                retx_timeout_cycles: Cycles(t),
+                ..EngineParams::default()
+            };
+            assert_eq!(p.validate().is_ok(), ok, "timeout {t}");
+            if !ok {
+                assert_eq!(refused(&p), "retx_timeout_cycles");
+            }
+        }
+        for (w, ok) in [(1, false), (2, true), (4096, true), (4097, false)] {
+            let p = EngineParams {
+                retx_window_frames: w,
+                ..EngineParams::default()
+            };
+            assert_eq!(p.validate().is_ok(), ok, "window {w}");
+            if !ok {
+                assert_eq!(refused(&p), "retx_window_frames");
+            }
+        }
+    }
 }

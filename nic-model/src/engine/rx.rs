@@ -131,7 +131,8 @@ impl Engine {
                 self.control_received(h, src, &payload, io, ram);
                 self.rx_release(io);
             }
-            WireOp::Unknown(_) => {
+            // Go-back naks are not sent or acted on yet: dropped like an unknown op.
+            WireOp::Nak | WireOp::Unknown(_) => {
                 self.stats.rx_bad_op += 1;
                 self.rx_release(io);
             }

@@ -6,7 +6,10 @@
 //! its sequence number is the next expected (`rx_sequence_errors`); it continues its
 //! message: FIRST starts one, any other fragment must have the message's op and length
 //! and start where the previous one ended (`rx_fragment_errors`). A mismatch is counted
-//! and reported, never placed: the frame is dropped and its message fails.
+//! and reported, never placed: the frame is dropped and its message fails. A reliable VI
+//! with `EngineParams::retransmit` instead drops a duplicate (`rx_duplicates`; a LAST or
+//! ACK_REQ one repeats the last Ack) and a frame after a gap (`rx_out_of_order`; one
+//! go-back Nak naming the expected frame per gap), and its message goes on.
 //!
 //! * **RDMA write**: the VI must accept RDMA writes, then the ATT translates
 //!   `remote_va + frag_offset` for `frag_len` bytes with access `RdmaWrite` and the VI's
@@ -29,6 +32,7 @@
 use super::io::{span, Io};
 use super::unit::outstanding::{pages_for, AttFor};
 use super::unit::recv::{Chunk, RecvDesc, RxMessage, RxStage, RxState};
+use super::unit::retx::{arrival, Arrival};
 use super::unit::send::DESC_HEAD;
 use super::unit::vi::PostedRecv;
 use super::{Engine, EngineWake};
@@ -65,6 +69,34 @@ impl Engine {
         let Some(vi) = self.vis.get_mut(n) else {
             return self.bookkeeping_miss("VI of a data frame");
         };
+        if self.params.retransmit && vi.reliable() {
+            match arrival(h.seq, vi.rx_seq) {
+                Arrival::InOrder => vi.rxa.in_order(),
+                Arrival::Duplicate => {
+                    // Already received: place nothing; a resend of a LAST or ACK_REQ
+                    // frame means the sender lacks an Ack, so repeat the last one.
+                    vi.counters.rx_duplicates += 1;
+                    let again = h.flags.intersects(WireFlags::LAST | WireFlags::ACK_REQ);
+                    let acked = vi.rxa.acked;
+                    if again {
+                        self.send_ack(n, acked, Status::empty(), msg, io);
+                    }
+                    self.rx_release(io);
+                    return;
+                }
+                Arrival::Gap => {
+                    // Frames before it were lost: drop it, ask once for a go-back; the
+                    // message being received waits for the resent fragment.
+                    vi.counters.rx_out_of_order += 1;
+                    let expected = vi.rx_seq;
+                    if vi.rxa.gap(expected) {
+                        self.send_goback_nak(n, expected, msg, io);
+                    }
+                    self.rx_release(io);
+                    return;
+                }
+            }
+        }
         if h.seq != vi.rx_seq {
             tracing::warn!(target: "nic::rx", vi = n, expected = vi.rx_seq, got = h.seq, frag_offset = h.frag_offset, "frame out of sequence: its message fails");
             vi.counters.rx_sequence_errors += 1;

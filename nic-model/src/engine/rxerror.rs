@@ -5,7 +5,8 @@
 //! bad receive descriptor, `RDMA_PROTECTION_ERROR` for a refused RDMA write,
 //! `TRANSPORT_ERROR` for sequence and fragment errors) and the VI enters `error`.
 //! Acks and Naks are control frames (`frame`): `seq` names the fragment, `immediate`
-//! carries the error bits (0 for an Ack).
+//! carries the error bits (0 for an Ack). A go-back Nak (op 8, reliable VIs with
+//! `retransmit`) names the next frame expected and is not an error.
 
 use super::frame::control;
 use super::ids::RxId;
@@ -105,6 +106,25 @@ impl Engine {
         self.fail_message(id, status, io);
     }
 
+    /// Queues a go-back Nak to VI `n`'s peer: resend from frame `expected` (not an error).
+    pub(crate) fn send_goback_nak(&mut self, n: u16, expected: u32, msg: MsgId, io: &mut Io) {
+        // May miss: the VI was destroyed meanwhile; no Nak goes out.
+        let Some(v) = self.vis.get_mut(n) else {
+            return;
+        };
+        v.counters.goback_naks_sent += 1;
+        let mut hdr = control(WireOp::Nak, v.peer_vi, n, 0);
+        hdr.seq = expected;
+        let dst = v.peer_mac;
+        self.send.tx.control.push_back(ControlFrame {
+            dst,
+            hdr,
+            payload: Vec::new(),
+            msg,
+            at: io.now(),
+        });
+    }
+
     /// Queues an Ack (`status` empty) or Nak for fragment `seq` to VI `n`'s peer.
     pub(crate) fn send_ack(&mut self, n: u16, seq: u32, status: Status, msg: MsgId, io: &mut Io) {
         // May miss: the VI was destroyed meanwhile; no Ack goes out.
@@ -115,6 +135,7 @@ impl Engine {
             v.counters.naks_sent += 1;
         } else {
             v.counters.acks_sent += 1;
+            v.rxa.acked = seq;
         }
         let mut hdr = control(WireOp::Ack, v.peer_vi, n, 0);
         hdr.seq = seq;

@@ -85,8 +85,12 @@ pub struct EngineStats {
     /// Received frames for a VI from another MAC or VI than its peer, or for a VI that is
     /// not connected (dropped).
     pub rx_not_connected: u64,
-    /// Acks and Naks from the peer that match no send waiting for one (dropped, traced).
+    /// Acks and Naks from the peer that match no send waiting for one, or acknowledge a
+    /// frame never sent (dropped, traced).
     pub acks_unmatched: u64,
+    /// Acks older than a VI's window base (repeats of what an earlier cumulative Ack
+    /// covered; dropped).
+    pub acks_duplicate: u64,
     /// Transmit completions from the GEC for a TX slot not handed over (dropped, traced).
     pub tx_done_unexpected: u64,
     /// Answers of the ATT manager for no pending `ATT_CMD` (dropped, traced).
@@ -143,6 +147,16 @@ pub struct ViCounters {
     pub naks_sent: u64,
     /// Naks received.
     pub naks_received: u64,
+    /// Acks received that acknowledged nothing new (older than the window base).
+    pub acks_duplicate: u64,
+    /// Data frames received again (reliable, `retransmit`): dropped, re-acknowledged if
+    /// they carry LAST or ACK_REQ.
+    pub rx_duplicates: u64,
+    /// Data frames received after a gap (reliable, `retransmit`): dropped while the
+    /// sender goes back.
+    pub rx_out_of_order: u64,
+    /// Go-back Naks sent (one per gap).
+    pub goback_naks_sent: u64,
     /// Error bits of the last receive-side error (0 if none).
     pub last_rx_error: Status,
     /// Error bits of the last send completed in error (0 if none).

@@ -22,7 +22,7 @@ use pci_model::{
 use sim_kernel::{
     Bytes, ClockDomain, ComponentId, Ctx, Duration, Kernel, MsgId, OnMisroute, Part, Time, Wiring,
 };
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use via_abi::bar;
 use via_abi::MacAddr;
 
@@ -94,6 +94,9 @@ pub struct FakeGec {
     pub sent: Vec<(Time, Vec<u8>)>,
     /// Extra latency from the end of a frame on the wire to its delivery.
     pub latency: Duration,
+    /// Frames to lose on the wire, by their index in `sent` (the transmit still
+    /// completes well: the sender never knows).
+    pub lose: BTreeSet<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +142,7 @@ fn gec_handle(n: &mut Node, msg: Msg, ctx: &mut Ctx<'_, Msg>) {
         Msg::Mac(MacMsg::GecTransmit { slot, len, msg }) => {
             let addr = n.ram.layout().tx_buffer(slot).expect("slot");
             let mut bytes = n.ram.read_vec(addr, u64::from(len)).expect("frame");
+            let lost = n.gec.lose.contains(&n.gec.sent.len());
             n.gec.sent.push((ctx.now(), bytes.clone()));
             if bytes.len() < 60 {
                 bytes.resize(60, 0);
@@ -158,8 +162,10 @@ fn gec_handle(n: &mut Node, msg: Msg, ctx: &mut Ctx<'_, Msg>) {
                 }
                 .into(),
             );
-            let peer = n.gec.peer_gec;
-            ctx.send_at(peer, end + n.gec.latency, Msg::Deliver { bytes, msg });
+            if !lost {
+                let peer = n.gec.peer_gec;
+                ctx.send_at(peer, end + n.gec.latency, Msg::Deliver { bytes, msg });
+            }
         }
         Msg::Deliver { bytes, msg } => {
             n.gec.waiting.push_back((bytes, msg));
@@ -292,6 +298,7 @@ impl Sys {
                     waiting: VecDeque::new(),
                     sent: Vec::new(),
                     latency: cfg.gec_latency,
+                    lose: BTreeSet::new(),
                 },
             });
         }

@@ -10,7 +10,7 @@ use crate::engine::ids::SendId;
 use sim_kernel::{Fsm, MsgId, StateName, Time, TransitionSink};
 use std::collections::{BTreeMap, VecDeque};
 use via_abi::descriptor::{control_segment, ControlSegment};
-use via_abi::wire_header::WireHeaderRepr;
+use via_abi::wire_header::{seq_before, WireHeaderRepr};
 use via_abi::{DescriptorRepr, MacAddr, MemHandle, Op, Status};
 
 /// Bytes of a descriptor read first.
@@ -276,7 +276,14 @@ impl SendCtx {
         matches!(self.stage, SendStage::Sending { cut: false, .. }) && self.assigned < self.frags
     }
 
-    /// Whether an Ack or Nak for fragment `seq` belongs to this send (a fragment of it
+    /// Whether a cumulative Ack of every fragment up to `k` covers this send's last
+    /// fragment while it waits for it (sending or awaiting the Ack).
+    pub fn acked_by(&self, k: u32) -> bool {
+        matches!(self.stage, SendStage::Sending { .. } | SendStage::AwaitAck)
+            && self.last_seq.is_some_and(|l| !seq_before(k, l))
+    }
+
+    /// Whether an error Nak for fragment `seq` belongs to this send (a fragment of it
     /// has been given a slot and it is not done yet).
     pub fn awaits_ack_for(&self, seq: u32) -> bool {
         matches!(self.stage, SendStage::Sending { .. } | SendStage::AwaitAck)
@@ -557,6 +564,26 @@ mod tests {
             !s.awaits_ack_for(12),
             "a send that is done takes no more acks"
         );
+    }
+
+    #[test]
+    fn a_cumulative_ack_covers_a_send_from_its_last_fragment_on() {
+        let mut sink = Sink::default();
+        let mut s = sending(3, true, &mut sink);
+        s.first_seq = u32::MAX - 1;
+        s.assigned = 2;
+        assert!(!s.acked_by(u32::MAX), "last fragment not given a slot yet");
+        s.assigned = 3;
+        s.last_seq = Some(0);
+        assert!(!s.acked_by(u32::MAX), "before the last fragment");
+        assert!(
+            s.acked_by(0) && s.acked_by(7),
+            "at or after it, across the wrap"
+        );
+        s.set_stage(SendStage::AwaitAck, &mut sink);
+        assert!(s.acked_by(0));
+        s.set_stage(SendStage::AwaitTurn { reachable: true }, &mut sink);
+        assert!(!s.acked_by(0), "done: no longer waiting");
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! complete with it too.
 
 use super::recv::RecvDesc;
+use super::retx::{RxAck, TxWindow};
 use crate::engine::ids::{RxId, SendId, ViCmdSeq};
 use crate::engine::stats::{ViCounters, ViInfo};
 use sim_kernel::{Fsm, MsgId, StateName};
@@ -90,6 +91,11 @@ pub(crate) struct Vi {
     pub tx_seq: u32,
     /// Sequence number expected of the next data frame received.
     pub rx_seq: u32,
+    /// The sender's acknowledgement window (reliable VIs): what the peer's cumulative
+    /// Acks have covered.
+    pub tx: TxWindow,
+    /// The receiver's acknowledgement registers (reliable VIs).
+    pub rxa: RxAck,
     pub recv_queue: VecDeque<PostedRecv>,
     /// Send contexts in posting order (they complete in this order).
     pub send_order: VecDeque<SendId>,
@@ -116,6 +122,8 @@ impl Vi {
             discriminator: 0,
             tx_seq: 0,
             rx_seq: 0,
+            tx: TxWindow::default(),
+            rxa: RxAck::default(),
             recv_queue: VecDeque::new(),
             send_order: VecDeque::new(),
             tx_active: None,
@@ -128,6 +136,14 @@ impl Vi {
     /// Current state.
     pub fn state(&self) -> ViState {
         self.fsm.state()
+    }
+
+    /// A new connection: sequence numbers and the acknowledgement window start at 0.
+    pub fn reset_seq(&mut self) {
+        self.tx_seq = 0;
+        self.rx_seq = 0;
+        self.tx = TxWindow::default();
+        self.rxa = RxAck::default();
     }
 
     /// Whether the VI delivers reliably (reliable delivery or reliable reception).
