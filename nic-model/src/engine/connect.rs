@@ -19,7 +19,6 @@
 
 use super::frame::{connect_payload, control, parse_connect, reject};
 use super::io::Io;
-use super::unit::send::ControlFrame;
 use super::unit::vi::{PendingConnect, Vi, ViState};
 use super::Engine;
 use gige_mac::BufferRam;
@@ -31,13 +30,7 @@ use via_abi::{MacAddr, ProtectionTag};
 impl Engine {
     fn queue_control(&mut self, dst: MacAddr, hdr: WireHeaderRepr, payload: Vec<u8>, io: &mut Io) {
         let msg = self.new_msg();
-        self.send.tx.control.push_back(ControlFrame {
-            dst,
-            hdr,
-            payload,
-            msg,
-            at: io.now(),
-        });
+        self.send.tx.queue_control(dst, hdr, payload, msg, io.now());
     }
 
     fn connect_frame(

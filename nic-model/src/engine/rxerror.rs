@@ -12,7 +12,7 @@ use super::frame::control;
 use super::ids::RxId;
 use super::io::Io;
 use super::unit::completion::{JobKind, StatusJob};
-use super::unit::send::{ControlFrame, STATUS_OFFSET};
+use super::unit::send::STATUS_OFFSET;
 use super::unit::vi::ViState;
 use super::Engine;
 use gige_mac::BufferRam;
@@ -116,13 +116,9 @@ impl Engine {
         let mut hdr = control(WireOp::Nak, v.peer_vi, n, 0);
         hdr.seq = expected;
         let dst = v.peer_mac;
-        self.send.tx.control.push_back(ControlFrame {
-            dst,
-            hdr,
-            payload: Vec::new(),
-            msg,
-            at: io.now(),
-        });
+        self.send
+            .tx
+            .queue_control(dst, hdr, Vec::new(), msg, io.now());
     }
 
     /// Queues an Ack (`status` empty) or Nak for fragment `seq` to VI `n`'s peer.
@@ -141,12 +137,8 @@ impl Engine {
         hdr.seq = seq;
         hdr.immediate = status.errors().bits();
         let dst = v.peer_mac;
-        self.send.tx.control.push_back(ControlFrame {
-            dst,
-            hdr,
-            payload: Vec::new(),
-            msg,
-            at: io.now(),
-        });
+        self.send
+            .tx
+            .queue_control(dst, hdr, Vec::new(), msg, io.now());
     }
 }

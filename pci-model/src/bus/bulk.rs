@@ -92,7 +92,7 @@ impl PciBus {
             .iter()
             .filter_map(|p| {
                 let q = p.queue.front()?;
-                Some(p.hold_until.max(q.arrival).saturating_add(1).max(c))
+                Some(p.req_on_from(q).max(c))
             })
             .min()
     }
@@ -139,7 +139,7 @@ impl PciBus {
                 continue;
             };
             // REQ# in clock x is sampled from clock x - 1.
-            let on_from = port.hold_until.max(q.arrival).saturating_add(1);
+            let on_from = port.req_on_from(q);
             if on_from > k && on_from < next {
                 next = on_from;
             }
@@ -205,7 +205,7 @@ impl PciBus {
             .enumerate()
             .filter_map(|(m, p)| {
                 let q = p.queue.front()?;
-                let first = p.hold_until.max(q.arrival).saturating_add(1);
+                let first = p.req_on_from(q);
                 Some(first.saturating_add(self.silent_clocks_after_start(m, q)))
             })
             .min()

@@ -133,6 +133,14 @@ pub(crate) struct MasterPort {
     pub recovery: u64,
 }
 
+impl MasterPort {
+    /// The first clock whose REQ# line (sampled from the clock before) can be asserted
+    /// for the queued request `q`: after the port's hold-off and `q`'s arrival.
+    pub(crate) fn req_on_from(&self, q: &Queued) -> u64 {
+        self.hold_until.max(q.arrival).saturating_add(1)
+    }
+}
+
 /// A read forwarded to a device target, and its answer once it arrived.
 #[derive(Clone, Debug)]
 pub(crate) struct DeviceRead {

@@ -400,6 +400,25 @@ impl TxPath {
             control: VecDeque::new(),
         }
     }
+
+    /// Queues a control frame (Ack, Nak, connection frame) for `dst`, sent after the
+    /// ones queued before it.
+    pub fn queue_control(
+        &mut self,
+        dst: MacAddr,
+        hdr: WireHeaderRepr,
+        payload: Vec<u8>,
+        msg: MsgId,
+        at: Time,
+    ) {
+        self.control.push_back(ControlFrame {
+            dst,
+            hdr,
+            payload,
+            msg,
+            at,
+        });
+    }
 }
 
 /// The send path's state (see the module doc).
