@@ -14,7 +14,7 @@ use host_driver::programs::{
     protection_initiator, protection_responder, PingPongParams, ProtectionCase,
 };
 use host_driver::Timeout;
-use sim_kernel::{Duration, RunLimit};
+use sim_kernel::{Duration, RunLimit, RunOutcome};
 use testbenches::config::SystemConfig;
 use testbenches::system::{RunEnd, System};
 use via_abi::bar::{Reliability, ViStateCode};
@@ -48,12 +48,18 @@ fn run_case(case: ProtectionCase, reliability: Reliability) -> (System, Seen) {
     // write (see the programs' doc).
     while sys.cpu(1).and_then(|c| c.outcome()).is_none() {
         let until = sys.kernel.now() + Duration::from_ns(10_000);
-        sys.kernel.run(
+        let outcome = sys.kernel.run(
             &mut sys.world,
             RunLimit {
                 until,
                 max_events: u64::MAX,
             },
+        );
+        // With no event left time cannot move: stop rather than loop.
+        assert_ne!(
+            outcome,
+            RunOutcome::Idle,
+            "{case:?}: nothing left to run before the responder finished"
         );
         assert!(
             sys.kernel.now() < sim_kernel::Time(50_000_000_000),
