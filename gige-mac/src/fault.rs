@@ -10,9 +10,13 @@
 //! | link down (window on this transmitter's TXD timeline) | nothing if the window begins before the frame's first byte after the SFD is out; else the bytes complete before it, then the frame ends (a runt or a bad FCS: the receiver drops it) | `link_down_lost`, `link_down_truncated` |
 //! | frame loss, probability `frame_loss` per frame | nothing (no `RxStart`, no `RxEnd`) | `frames_lost` |
 //! | bit errors, probability `bit_error_rate` per bit | the frame with those bits inverted: its FCS no longer matches | `frames_corrupted`, `bits_flipped` |
+//! | duplication, probability `duplicate` per frame | the frame, then a copy of it after an inter-frame gap and a preamble ([`order`]) | `frames_duplicated` |
+//! | reordering, probability `reorder` per frame | the frame held back and delivered after the next frame of this direction, or when this direction's line goes idle ([`order`]) | `frames_held`, `frames_reordered` |
+//! | (either) | later frames wait while the far line carries a copy or a released frame | `frames_delayed` |
 //!
 //! The checks run in that order on each frame: a frame the link-down window already took
-//! takes no random draw, a lost frame no bit errors. Bit errors fall on the bytes that
+//! takes no random draw, a lost frame no bit errors; only a frame that arrives whole (bit
+//! errors or not) is duplicated or held, and no frame is held while another is. Bit errors fall on the bytes that
 //! arrive, from the first destination address byte through the FCS; errors in the
 //! preamble and SFD are not modelled (a receiver that misses the SFD loses the frame,
 //! which `frame_loss` stands for). The bit stream of one direction is continuous across
@@ -36,9 +40,17 @@
 use crate::frame::Frame;
 use sim_kernel::{Duration, SplitMix64, Time};
 
+pub mod order;
+
+pub use order::FarLine;
+
 /// Largest accepted bit error rate (per bit): a maximum frame (12 144 bits) would then
 /// have about 12 errors; above it nearly every frame is lost and a ping-pong cannot run.
 pub const MAX_BIT_ERROR_RATE: f64 = 1e-3;
+
+/// Byte times from the start of a frame's preamble on a line to the end of its first
+/// byte after the SFD: 7 preamble bytes, the SFD, the byte itself.
+pub(crate) const PREAMBLE_BYTES_TO_FIRST: u64 = crate::gmii::PREAMBLE_SFD_BYTES + 1;
 
 /// A window in which the link is down (on the transmitter's TXD timeline).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +78,11 @@ pub struct WireFaultParams {
     pub bit_error_rate: f64,
     /// When the link is down, if ever.
     pub link_down: Option<LinkDown>,
+    /// Probability that a frame arriving whole is delivered twice, in \[0, 1\].
+    pub duplicate: f64,
+    /// Probability that a frame arriving whole is held back and delivered after the
+    /// next one, in \[0, 1\].
+    pub reorder: f64,
 }
 
 /// Why [`WireFaultParams`] were refused.
@@ -80,13 +97,29 @@ pub enum FaultParamError {
     /// A link-down window of no length.
     #[error("a link-down window needs a length")]
     EmptyWindow,
+    /// `duplicate` is not a probability.
+    #[error("duplication {0} is not a probability in [0, 1]")]
+    Duplicate(f64),
+    /// `reorder` is not a probability.
+    #[error("reordering {0} is not a probability in [0, 1]")]
+    Reorder(f64),
 }
 
 impl WireFaultParams {
     /// Whether no fault can happen.
     #[must_use]
     pub fn is_off(&self) -> bool {
-        self.frame_loss == 0.0 && self.bit_error_rate == 0.0 && self.link_down.is_none()
+        self.frame_loss == 0.0
+            && self.bit_error_rate == 0.0
+            && self.link_down.is_none()
+            && !self.reorders()
+    }
+
+    /// Whether frames can be duplicated or held back: the far line must then be tracked
+    /// ([`FarLine`]).
+    #[must_use]
+    pub fn reorders(&self) -> bool {
+        self.duplicate > 0.0 || self.reorder > 0.0
     }
 
     /// Checks the ranges.
@@ -102,6 +135,12 @@ impl WireFaultParams {
         }
         if self.link_down.is_some_and(|d| d.duration == Duration::ZERO) {
             return Err(FaultParamError::EmptyWindow);
+        }
+        if !(0.0..=1.0).contains(&self.duplicate) {
+            return Err(FaultParamError::Duplicate(self.duplicate));
+        }
+        if !(0.0..=1.0).contains(&self.reorder) {
+            return Err(FaultParamError::Reorder(self.reorder));
         }
         Ok(())
     }
@@ -123,6 +162,16 @@ pub struct WireFaultStats {
     /// Of those, frames whose first bytes arrived before the link went down: the far
     /// end saw a truncated frame (a runt or an FCS error).
     pub link_down_truncated: u64,
+    /// Frames delivered twice (`duplicate`): the far end received a copy as well.
+    pub frames_duplicated: u64,
+    /// Frames held back (`reorder`), each delivered later.
+    pub frames_held: u64,
+    /// Of those, frames delivered after the next frame of this direction (overtaken);
+    /// the others were delivered when the line went idle, late but in order.
+    pub frames_reordered: u64,
+    /// Frames that reached the far end later than sent because the far line was still
+    /// carrying a copy or a released frame.
+    pub frames_delayed: u64,
 }
 
 impl WireFaultStats {
@@ -143,6 +192,11 @@ pub struct FrameFate {
     pub cut: Option<usize>,
     /// The bits inverted, in ascending order: bit `k` is bit `k % 8` of byte `k / 8`.
     pub flips: Vec<u64>,
+    /// A copy of the frame follows it on the far line.
+    pub duplicate: bool,
+    /// The frame is held back (delivered after the next one, or when the line goes
+    /// idle).
+    pub hold: bool,
 }
 
 impl FrameFate {
@@ -158,17 +212,21 @@ impl FrameFate {
     /// How many of a frame's `total` bytes arrive.
     #[must_use]
     pub fn arriving(&self, total: usize) -> usize {
-        if self.lost {
+        if self.lost || self.hold {
             return 0;
         }
         self.cut.map_or(total, |c| c.min(total))
     }
 
     /// The bytes of `known` (a frame's first bytes, or all of them) as they arrive:
-    /// truncated at the cut, bits inverted.
+    /// truncated at the cut, bits inverted (a held frame: as it arrives when released).
     #[must_use]
     pub fn apply(&self, known: &Frame) -> Frame {
-        let n = self.arriving(known.len());
+        let n = if self.lost {
+            0
+        } else {
+            self.cut.map_or(known.len(), |c| c.min(known.len()))
+        };
         let mut bytes = known.bytes()[..n].to_vec();
         for &k in &self.flips {
             let Some(b) = usize::try_from(k / 8).ok().and_then(|i| bytes.get_mut(i)) else {
@@ -188,6 +246,8 @@ pub struct WireFaults {
     /// Good bits still to pass before the next inverted one (drawn, not yet used up).
     gap: Option<u64>,
     stats: WireFaultStats,
+    /// The far end's line and the frame held back (used when `reorders()`).
+    line: FarLine,
 }
 
 impl WireFaults {
@@ -199,6 +259,7 @@ impl WireFaults {
             rng: SplitMix64::new(seed),
             gap: None,
             stats: WireFaultStats::default(),
+            line: FarLine::default(),
         }
     }
 
@@ -258,13 +319,29 @@ impl WireFaults {
             self.stats.frames_corrupted += 1;
             self.stats.bits_flipped += flips.len() as u64;
         }
-        if cut.is_none() && flips.is_empty() {
+        let (mut duplicate, mut hold) = (false, false);
+        if cut.is_none() {
+            if self.params.duplicate > 0.0 && self.uniform() < self.params.duplicate {
+                self.stats.frames_duplicated += 1;
+                duplicate = true;
+            }
+            if self.params.reorder > 0.0
+                && !self.line.holding()
+                && self.uniform() < self.params.reorder
+            {
+                self.stats.frames_held += 1;
+                hold = true;
+            }
+        }
+        if cut.is_none() && flips.is_empty() && !duplicate && !hold {
             return None;
         }
         Some(FrameFate {
             lost: false,
             cut,
             flips,
+            duplicate,
+            hold,
         })
     }
 
@@ -398,6 +475,7 @@ mod tests {
             lost: false,
             cut: None,
             flips: vec![0, 9, 8 * 100 + 7],
+            ..FrameFate::default()
         };
         let got = fate.apply(&sent);
         let diff: Vec<(usize, u8)> = sent

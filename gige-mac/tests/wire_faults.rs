@@ -25,7 +25,7 @@ fn faults(frame_loss: f64, bit_error_rate: f64) -> WireFaultParams {
     WireFaultParams {
         frame_loss,
         bit_error_rate,
-        link_down: None,
+        ..WireFaultParams::default()
     }
 }
 

@@ -381,6 +381,10 @@ const CASES: &[Case] = &[
         Obs::WireFaults,
         Changed,
     ),
+    // Every frame delivered twice or held back: counted (and the receiving card sees
+    // the copies, or the frames late).
+    case("faults.duplicate", "1.0", Obs::WireFaults, Changed),
+    case("faults.reorder", "1.0", Obs::WireFaults, Changed),
 ];
 
 /// Keys that are accepted but drive nothing: no perturbation changed any observable

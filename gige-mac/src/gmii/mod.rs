@@ -27,7 +27,8 @@
 //! **Faults on the wire** ([`crate::fault`], [`GmiiTx::set_faults`]): at the end of the
 //! preamble the frame's fate is decided; the far end is told only what arrives (nothing
 //! of a lost frame; a truncated frame's first bytes, ending at the cut; inverted bits).
-//! Without faults installed nothing of this runs.
+//! Frames duplicated or held back for reordering go through the far end's line
+//! ([`crate::fault::order`], [`reorder`]). Without faults installed nothing of this runs.
 //!
 //! **Flow control** ([`pause`]): a received PAUSE closes a gate on *starting* data frames
 //! until a given edge (state `Paused` while a frame waits); MAC Control frames queued with
@@ -54,6 +55,7 @@ use std::collections::VecDeque;
 use via_abi::ethernet::{PREAMBLE_LEN, SFD_LEN};
 
 pub mod pause;
+mod reorder;
 pub mod stream;
 pub mod types;
 
@@ -122,6 +124,8 @@ struct OnWire {
     told_end: bool,
     /// When the last byte that arrives of a truncated frame is complete at the far end.
     cut_end: Time,
+    /// When the first byte of its copy is complete at the far end (a duplicated frame).
+    copy_first: Time,
 }
 
 /// The GMII transmitter of one port, embedded in the component that owns the port (a MAC
@@ -347,6 +351,7 @@ impl GmiiTx {
             fate: None,
             told_end: false,
             cut_end: now,
+            copy_first: now,
         });
         self.fsm.set(GmiiState::Preamble, ctx);
         self.wake_in(PREAMBLE_SFD_BYTES, ctx);
@@ -375,6 +380,9 @@ impl GmiiTx {
             if let Some(cut) = w.fate.as_ref().and_then(|f| f.cut) {
                 w.cut_end = peer.edge_at_or_after(now + byte * cut as u64 + link.latency);
             }
+            if f.params().reorders() {
+                reorder::place(w, f, byte, byte * self.min_ifg);
+            }
         }
         if w.frame.is_empty() {
             // Not even the first byte is in: underrun on the first data clock.
@@ -388,6 +396,13 @@ impl GmiiTx {
             |port, frame| MacMsg::RxStart { port, frame },
             ctx,
         );
+        // A frame held back before this one follows it (unless this one is held).
+        let overtakes = w.fate.as_ref().map_or(Some(true), |f| {
+            (!f.hold).then_some(!f.lost && f.cut.is_none())
+        });
+        if let Some(overtaken) = overtakes {
+            self.release_held(overtaken, ctx);
+        }
         self.fsm.set(GmiiState::Data, ctx);
         self.wake_in(len, ctx);
     }
@@ -402,6 +417,11 @@ impl GmiiTx {
             // The last bytes never came: everything still missing was an underrun.
             self.complete_underrun(ctx);
         }
+        if let (Some(w), Some(f)) = (self.on_wire.as_ref(), self.faults.as_mut()) {
+            if let Some(fate) = w.fate.as_ref().filter(|fate| fate.hold) {
+                f.hold(fate.apply(&w.frame), fate.duplicate);
+            }
+        }
         let done = self.on_wire.take().map(|w| {
             let len = w.frame.len() as u64;
             self.stats.frames += 1;
@@ -413,7 +433,11 @@ impl GmiiTx {
             if !w.control {
                 ctx.span(w.frame.msg, "gmii tx", w.start, now);
                 // A frame lost or cut short on the wire never completes at the far end.
-                if w.fate.as_ref().is_none_or(|f| !f.lost && f.cut.is_none()) {
+                if w
+                    .fate
+                    .as_ref()
+                    .is_none_or(|f| !f.lost && f.cut.is_none() && !f.hold)
+                {
                     ctx.span(w.frame.msg, "phy+cable+phy", now, w.rx_end);
                 }
             }
@@ -442,6 +466,8 @@ impl GmiiTx {
 
     fn after_gap<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
         if self.queue.is_empty() {
+            // Nothing follows a frame held back: the line is idle, it goes now.
+            self.release_held(false, ctx);
             self.fsm.set(GmiiState::Idle, ctx);
         } else {
             self.start_next(ctx);
@@ -466,7 +492,7 @@ fn tell_far_end<M: From<MacMsg>>(
     }
     let rx = match &w.fate {
         None => RxFrame::partial(w.frame.clone(), w.total, w.rx_first, w.rx_end, byte),
-        Some(f) if f.lost => return,
+        Some(f) if f.lost || f.hold => return,
         Some(f) => {
             let total = f.arriving(w.total);
             let end = if total < w.total { w.cut_end } else { w.rx_end };
@@ -487,5 +513,8 @@ fn tell_far_end<M: From<MacMsg>>(
             frame: rx,
         };
         ctx.send_at(link.peer, end_at, end.into());
+        if let Some(f) = w.fate.as_ref().filter(|f| f.duplicate) {
+            reorder::deliver(link, f.apply(&w.frame), w.copy_first, byte, ctx);
+        }
     }
 }

@@ -22,6 +22,8 @@ impl SystemConfig {
             frame_loss: if random { f.frame_loss } else { 0.0 },
             bit_error_rate: if random { f.bit_error_rate } else { 0.0 },
             link_down,
+            duplicate: if random { f.duplicate } else { 0.0 },
+            reorder: if random { f.reorder } else { 0.0 },
         }
     }
 

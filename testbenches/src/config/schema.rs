@@ -295,6 +295,12 @@ pub struct FaultsConfig {
     /// How long it stays down \[us\]; 0 = never (both or neither are 0). Frames whose
     /// transmission overlaps the window are lost (cut short if they started before it).
     pub link_down_for_us: u64,
+    /// Probability that a frame is delivered twice \[0, 1\] (in `direction`): the copy
+    /// follows it on the far end's line after an inter-frame gap.
+    pub duplicate: f64,
+    /// Probability that a frame is held back \[0, 1\] (in `direction`) and delivered
+    /// after the next frame of its direction (or when the line goes idle).
+    pub reorder: f64,
 }
 
 /// `[via]`: what the host programs ask of VIA.

@@ -113,10 +113,11 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 91);
+    assert_eq!(flat.len(), 93);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
     assert_eq!(flat[89], ("faults.link_down_for_us".into(), "0".into()));
-    assert_eq!(flat[90], ("via.reliability".into(), "unreliable".into()));
+    assert_eq!(flat[91], ("faults.reorder".into(), "0.0".into()));
+    assert_eq!(flat[92], ("via.reliability".into(), "unreliable".into()));
 }
 
 #[test]
@@ -336,6 +337,13 @@ fn validation_names_the_key_and_the_limit() {
             "faults.link_down_at_us",
             "1000 s",
         ),
+        (
+            "faults.duplicate=1.5",
+            "faults.duplicate",
+            "between 0 and 1",
+        ),
+        ("faults.reorder=-1", "faults.reorder", "between 0 and 1"),
+        ("faults.reorder=nan", "faults.reorder", "out of range"),
     ] {
         let cfg = set(&published(), input).expect(input);
         let err = cfg.validate().unwrap_err();

@@ -231,6 +231,17 @@ fn check_faults(f: &super::schema::FaultsConfig) -> Result<(), Problem> {
             format!("{loss} is out of range: must be a probability between 0 and 1"),
         ));
     }
+    for (key, p, what) in [
+        ("faults.duplicate", f.duplicate, "duplicated"),
+        ("faults.reorder", f.reorder, "held back and reordered"),
+    ] {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(problem(
+                key,
+                format!("{p} is out of range: must be the probability that a frame is {what}, between 0 and 1"),
+            ));
+        }
+    }
     let ber = f.bit_error_rate;
     let max = gige_mac::fault::MAX_BIT_ERROR_RATE;
     if !(0.0..=max).contains(&ber) {

@@ -191,6 +191,14 @@ impl System {
                             "frames corrupted on its wire (faults.bit_error_rate)",
                             w.frames_corrupted,
                         ),
+                        (
+                            "frames duplicated on its wire (faults.duplicate)",
+                            w.frames_duplicated,
+                        ),
+                        (
+                            "frames held back on its wire (faults.reorder)",
+                            w.frames_held,
+                        ),
                         ("frames received with errors", s.rx_bad),
                         ("of them with CRC errors", s.rx_crc_errors),
                         ("RX FIFO overflows", s.rx_overflows),
