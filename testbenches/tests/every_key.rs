@@ -70,8 +70,8 @@ enum Obs {
     /// The events a 4-byte RDMA-write ping-pong took (what `sim.stepping` changes; its
     /// results are the same in both modes, which `tests/lockstep.rs` proves).
     Events,
-    /// What the wire faults did in a 4-byte RDMA-write ping-pong: each direction's
-    /// counters when it finishes, the stall's named losses when a lost frame stops it
+    /// What the faults did in a 4-byte RDMA-write ping-pong: each wire direction's
+    /// counters and the ATT bit flips when it finishes, the stall's named losses when a lost frame stops it
     /// (unreliable VIs: nothing retransmits), so a run that cannot finish is a result.
     WireFaults,
 }
@@ -156,6 +156,21 @@ const LINK_DOWN_LATER: &[&str] = &[
 /// A link-down window of 1 us before any frame is sent (the GECs are programming their
 /// DP83820s).
 const LINK_DOWN_EARLY: &[&str] = &["faults.link_down_at_us=1", "faults.link_down_for_us=1"];
+
+/// The generation of node 1's RDMA target entry in card SDRAM flips during the run.
+const ATT_FLIP: &[&str] = &[
+    "faults.att_flip_at_us=20",
+    "faults.att_flip_node=1",
+    "faults.att_flip_entry=2",
+    "faults.att_flip_bit=176",
+];
+/// The same flip long after the run (500 s).
+const ATT_FLIP_LATER: &[&str] = &[
+    "faults.att_flip_at_us=500000000",
+    "faults.att_flip_node=1",
+    "faults.att_flip_entry=2",
+    "faults.att_flip_bit=176",
+];
 
 /// Every key that drives the model, with its perturbation and observable.
 const CASES: &[Case] = &[
@@ -385,6 +400,38 @@ const CASES: &[Case] = &[
     // the copies, or the frames late).
     case("faults.duplicate", "1.0", Obs::WireFaults, Changed),
     case("faults.reorder", "1.0", Obs::WireFaults, Changed),
+    // A flip in the generation of the responder's RDMA target entry (index 2, registered
+    // by 19.4 us) at 20 us refuses every ping: the run stalls naming the flip. Moved
+    // after the run, onto the other node, onto an unused entry or onto a reserved bit,
+    // the run changes (finishes, or stalls elsewhere).
+    on(
+        ATT_FLIP_LATER,
+        "faults.att_flip_at_us",
+        "20",
+        Obs::WireFaults,
+        Changed,
+    ),
+    on(
+        ATT_FLIP,
+        "faults.att_flip_node",
+        "0",
+        Obs::WireFaults,
+        Changed,
+    ),
+    on(
+        ATT_FLIP,
+        "faults.att_flip_entry",
+        "1000",
+        Obs::WireFaults,
+        Changed,
+    ),
+    on(
+        ATT_FLIP,
+        "faults.att_flip_bit",
+        "150",
+        Obs::WireFaults,
+        Changed,
+    ),
 ];
 
 /// Keys that are accepted but drive nothing: no perturbation changed any observable
@@ -584,9 +631,11 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
             };
             o.wire_faults = match run_pingpong(cfg, spec) {
                 Ok(r) => format!(
-                    "finished; 0-to-1 {:?}; 1-to-0 {:?}",
+                    "finished; 0-to-1 {:?}; 1-to-0 {:?}; ATT bit flips {} {}",
                     r.system.wire_faults(0),
-                    r.system.wire_faults(1)
+                    r.system.wire_faults(1),
+                    r.system.att_bit_flips(0),
+                    r.system.att_bit_flips(1)
                 ),
                 Err(RunError::Stalled(stall)) => format!("stalled; losses {:?}", stall.losses),
                 Err(e) => return Err(e.to_string()),

@@ -39,6 +39,10 @@ use std::collections::VecDeque;
 use via_abi::att::{L1Entry, L1Repr, L2Repr, L1_ENTRY_LEN};
 use via_abi::MemHandle;
 
+mod flip;
+
+pub use flip::{AttBitFlip, AttFlipError, L1_ENTRY_BITS};
+
 /// States of the manager's `att` state machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AttState {
@@ -91,6 +95,8 @@ pub struct AttStats {
     /// Table access completions (SDRAM or table port) that match no access in progress
     /// (dropped, traced).
     pub unexpected_completions: u64,
+    /// Bits flipped in the table's card SDRAM by fault injection (`flip`).
+    pub bit_flips: u64,
 }
 
 /// Where the table lives, and the means to reach it.
@@ -188,6 +194,8 @@ pub struct AttManager {
     current: Option<InFlight>,
     next_tag: u64,
     stats: AttStats,
+    /// A bit flip scheduled and not applied yet (fault injection, `flip`).
+    flip: Option<AttBitFlip>,
 }
 
 impl AttManager {
@@ -216,6 +224,7 @@ impl AttManager {
             current: None,
             next_tag: 0,
             stats: AttStats::default(),
+            flip: None,
         })
     }
 
@@ -335,6 +344,9 @@ impl AttManager {
             NicMsg::AttSdramDone { tag } => {
                 let card = matches!(self.backend, Backend::Card(_));
                 if card && self.current.as_ref().is_some_and(|c| c.tag == tag) {
+                    if self.flip.is_some() {
+                        self.apply_due_flip(ctx.now());
+                    }
                     let result = self.sdram_transfer();
                     self.io_done(result, ctx);
                 } else {

@@ -68,7 +68,7 @@
 //! (registration layout and the CLI entry points [`layout_att`], [`preview_registration`]),
 //! `translate` (checks and pieces), `table_io` (the host-memory table port's errors), `host_port` (that port as a
 //! component driving the card's DMA master), `manager`
-//! (the component).
+//! (the component; `manager/flip.rs`: a bit flip in the table's SDRAM, fault injection).
 
 mod alloc;
 mod host_port;
@@ -83,7 +83,7 @@ mod tests;
 
 pub use alloc::{ExtentAllocator, IndexAllocator};
 pub use host_port::HostTablePort;
-pub use manager::{AttManager, AttState, AttStats};
+pub use manager::{AttBitFlip, AttFlipError, AttManager, AttState, AttStats, L1_ENTRY_BITS};
 pub use params::{AttConfigError, AttLocation, AttParams, TableGeometry};
 pub use table::{
     layout_att, preview_registration, AttTable, DeregisterError, RegionLayout, RegionRequest,

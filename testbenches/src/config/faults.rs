@@ -3,6 +3,7 @@
 
 use super::schema::SystemConfig;
 use gige_mac::fault::{LinkDown, WireFaultParams};
+use nic_model::att::AttBitFlip;
 use sim_kernel::time::PS_PER_US;
 use sim_kernel::{Duration, SplitMix64, Time};
 
@@ -25,6 +26,19 @@ impl SystemConfig {
             duplicate: if random { f.duplicate } else { 0.0 },
             reorder: if random { f.reorder } else { 0.0 },
         }
+    }
+
+    /// The ATT bit flip of node `n`'s card, if `faults.att_flip_at_us` schedules one there.
+    #[must_use]
+    pub fn att_bit_flip(&self, n: usize) -> Option<AttBitFlip> {
+        let f = &self.faults;
+        (f.att_flip_at_us > 0 && usize::try_from(f.att_flip_node).ok() == Some(n)).then(|| {
+            AttBitFlip {
+                at: Time(f.att_flip_at_us.saturating_mul(PS_PER_US)),
+                entry: f.att_flip_entry,
+                bit: u16::try_from(f.att_flip_bit).unwrap_or(u16::MAX),
+            }
+        })
     }
 
     /// The seed of the random stream of the wire node `from` sends into, derived from
@@ -78,6 +92,26 @@ mod tests {
         let both = cfg(&["faults.frame_loss=0.5"]);
         assert_eq!(both.wire_fault_params(0).frame_loss, 0.5);
         assert_eq!(both.wire_fault_params(1).frame_loss, 0.5);
+    }
+
+    #[test]
+    fn an_att_flip_goes_to_its_node_only_and_needs_the_card_table() {
+        let c = cfg(&[
+            "faults.att_flip_at_us=20",
+            "faults.att_flip_node=1",
+            "faults.att_flip_entry=2",
+            "faults.att_flip_bit=176",
+        ]);
+        assert_eq!(c.att_bit_flip(0), None);
+        let f = c.att_bit_flip(1).unwrap();
+        assert_eq!((f.at.0, f.entry, f.bit), (20_000_000, 2, 176));
+        assert_eq!(cfg(&[]).att_bit_flip(0), None, "0 us: never");
+        let mut host = SystemConfig::from_preset("hvia-ge").unwrap();
+        host.apply_set("card.att_location=host").unwrap();
+        host.apply_set("faults.att_flip_at_us=20").unwrap();
+        let err = host.validate().unwrap_err();
+        assert_eq!(err.key(), Some("faults.att_flip_at_us"));
+        assert!(err.to_string().contains("card SDRAM"), "{err}");
     }
 
     #[test]

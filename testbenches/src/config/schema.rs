@@ -301,6 +301,15 @@ pub struct FaultsConfig {
     /// Probability that a frame is held back \[0, 1\] (in `direction`) and delivered
     /// after the next frame of its direction (or when the line goes idle).
     pub reorder: f64,
+    /// When one bit of an ATT L1 entry in card SDRAM inverts \[us of simulated time\];
+    /// 0 = never (`nic_model::att::AttBitFlip`).
+    pub att_flip_at_us: u64,
+    /// The node whose card takes the flip (0 or 1).
+    pub att_flip_node: u32,
+    /// The L1 entry that takes the flip (its index, the low 20 bits of a memory handle).
+    pub att_flip_entry: u32,
+    /// The bit of the 24-byte entry that inverts, 0..192 (bit `b % 8` of byte `b / 8`).
+    pub att_flip_bit: u32,
 }
 
 /// `[via]`: what the host programs ask of VIA.

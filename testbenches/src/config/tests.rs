@@ -113,11 +113,12 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 93);
+    assert_eq!(flat.len(), 97);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
     assert_eq!(flat[89], ("faults.link_down_for_us".into(), "0".into()));
     assert_eq!(flat[91], ("faults.reorder".into(), "0.0".into()));
-    assert_eq!(flat[92], ("via.reliability".into(), "unreliable".into()));
+    assert_eq!(flat[95], ("faults.att_flip_bit".into(), "0".into()));
+    assert_eq!(flat[96], ("via.reliability".into(), "unreliable".into()));
 }
 
 #[test]
@@ -344,6 +345,22 @@ fn validation_names_the_key_and_the_limit() {
         ),
         ("faults.reorder=-1", "faults.reorder", "between 0 and 1"),
         ("faults.reorder=nan", "faults.reorder", "out of range"),
+        ("faults.att_flip_bit=192", "faults.att_flip_bit", "0 to 191"),
+        (
+            "faults.att_flip_node=2",
+            "faults.att_flip_node",
+            "not a node",
+        ),
+        (
+            "faults.att_flip_entry=65536",
+            "faults.att_flip_entry",
+            "0 to 65535",
+        ),
+        (
+            "faults.att_flip_at_us=2000000000",
+            "faults.att_flip_at_us",
+            "1000 s",
+        ),
     ] {
         let cfg = set(&published(), input).expect(input);
         let err = cfg.validate().unwrap_err();

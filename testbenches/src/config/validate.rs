@@ -216,12 +216,67 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
         " (IEEE 802.3 requires at least 12; smaller values are a what-if)",
     )?;
     check_faults(&cfg.faults)?;
+    check_att_flip(cfg)?;
     super::feasible::check(cfg)
 }
 
 /// Longest link-down start or length accepted \[us\]: 1000 s of simulated time, far
 /// beyond any run (and its picoseconds fit 64 bits).
 pub const MAX_LINK_DOWN_US: u64 = 1_000_000_000;
+
+/// `faults.att_flip_*`: a time in range, on a node that exists, in an entry and bit of
+/// the card-SDRAM table (the keys are checked even while the flip is off).
+fn check_att_flip(cfg: &SystemConfig) -> Result<(), Problem> {
+    let f = &cfg.faults;
+    if f.att_flip_at_us > MAX_LINK_DOWN_US {
+        return Err(problem(
+            "faults.att_flip_at_us",
+            format!(
+                "{} us is out of range: must be at most {MAX_LINK_DOWN_US} us (1000 s)",
+                f.att_flip_at_us
+            ),
+        ));
+    }
+    if f.att_flip_node >= cfg.topology.nodes {
+        return Err(problem(
+            "faults.att_flip_node",
+            format!(
+                "{} is not a node: nodes are 0 to {}",
+                f.att_flip_node,
+                cfg.topology.nodes.saturating_sub(1)
+            ),
+        ));
+    }
+    let bits = u32::from(nic_model::att::L1_ENTRY_BITS);
+    if f.att_flip_bit >= bits {
+        return Err(problem(
+            "faults.att_flip_bit",
+            format!(
+                "{} is out of range: must be a bit of the 24-byte L1 entry, 0 to {}",
+                f.att_flip_bit,
+                bits - 1
+            ),
+        ));
+    }
+    let entries = super::feasible::att_params(cfg).table.l1_entries;
+    if f.att_flip_entry >= entries {
+        return Err(problem(
+            "faults.att_flip_entry",
+            format!(
+                "{} is out of range: the ATT has L1 entries 0 to {}",
+                f.att_flip_entry,
+                entries.saturating_sub(1)
+            ),
+        ));
+    }
+    if f.att_flip_at_us > 0 && cfg.card.att_location != super::schema::AttLocation::Card {
+        return Err(problem(
+            "faults.att_flip_at_us",
+            "a bit flip in card SDRAM needs the ATT there (card.att_location = \"card\"): a host-memory ATT has no card SDRAM to flip".to_owned(),
+        ));
+    }
+    Ok(())
+}
 
 fn check_faults(f: &super::schema::FaultsConfig) -> Result<(), Problem> {
     let loss = f.frame_loss;

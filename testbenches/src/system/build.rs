@@ -255,7 +255,13 @@ impl System {
                 AttLocation::Card => None,
                 AttLocation::Host => Some(id.att_port),
             };
-            let att = AttManager::new(att_params.clone(), table_port).map_err(model("card.att"))?;
+            let mut att =
+                AttManager::new(att_params.clone(), table_port).map_err(model("card.att"))?;
+            if let Some(flip) = cfg.att_bit_flip(n) {
+                // `faults.att_flip_*` (validated: a card-SDRAM table, an entry and bit in it).
+                att.schedule_bit_flip(flip)
+                    .map_err(model("faults.att_flip_at_us"))?;
+            }
             let ports = EnginePorts {
                 bus: id.system_bus,
                 dma: id.dma,

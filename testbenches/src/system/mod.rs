@@ -5,11 +5,13 @@
 //! - [`world`]: the message type and the routing of messages to components;
 //! - [`build`]: wiring the components from the config;
 //! - [`run`]: run control (until the programs return; stall detection);
+//! - [`faults`]: what the injected faults did, per node (besides the wire's);
 //! - [`pingpong`]: the ping-pong testbench;
 //! - [`breakdown`]: tiling one message's latency with the trace spans.
 
 pub mod breakdown;
 pub mod build;
+pub mod faults;
 pub mod pingpong;
 pub mod run;
 pub mod world;

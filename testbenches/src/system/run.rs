@@ -222,6 +222,10 @@ impl System {
                         ("frames for an unconnected VI", s.rx_not_connected),
                     ]
                 }
+                Comp::Att(_, a) => vec![(
+                    "bits flipped in the ATT in card SDRAM (faults.att_flip_*)",
+                    a.stats().bit_flips,
+                )],
                 Comp::Dma(_, d) => vec![("failed DMA jobs", d.stats().failed_jobs)],
                 _ => Vec::new(),
             };

@@ -149,6 +149,14 @@ impl Sys {
         }
     }
 
+    /// The ATT manager, to change it (fault injection).
+    pub fn att_mut(&mut self) -> &mut AttManager {
+        match self.b.get_mut(ATT) {
+            Some(Part::Att(a)) => a,
+            _ => panic!("no ATT manager"),
+        }
+    }
+
     /// The replies the client got, in order.
     pub fn replies(&mut self) -> &mut Vec<(Time, NicMsg)> {
         match self.b.get_mut(CLIENT) {

@@ -1,7 +1,9 @@
 //! Tests of the ATT manager through the kernel: a small system ([`harness`]), the
 //! property test against a naive reference ([`props`]), refusals and registration bytes
-//! ([`refusals`]), hand-counted timing ([`timing`]) and the host-memory what-if ([`host`]).
+//! ([`refusals`]), hand-counted timing ([`timing`]), the host-memory what-if ([`host`]) and
+//! bit flips in the table's SDRAM ([`flips`]).
 
+mod flips;
 mod harness;
 mod host;
 mod props;
