@@ -21,6 +21,8 @@
 //!   while the bridge has room for `cpu_write_buffer_entries`, later otherwise.
 //! - **CPU reads** of a device (master): non-posted: the CPU gets `CpuReadData` when the
 //!   PCI read has completed (all ones after a master abort).
+//! - **Faults** (`BridgeParams::abort`, [`crate::abort`]): DMA into a chosen range of
+//!   pages is ended with Target-Abort, or not claimed (Master-Abort).
 
 use crate::bus::words::align_down;
 use crate::memory::{page_base, HostMemory, PAGE_SIZE};
@@ -174,6 +176,9 @@ impl HostBridge {
             | Command::MemoryWrite
             | Command::MemoryWriteInvalidate => line_end,
         };
+        if self.target_aborts(addr) {
+            return addr; // no data: the access ends with Target-Abort (`abort`)
+        }
         want.min(page_base(addr).saturating_add(PAGE_SIZE))
             .min(self.mem_size)
     }
@@ -246,6 +251,9 @@ impl HostBridge {
             .params
             .posted_write_buffer_bytes
             .saturating_sub(self.posted_bytes);
+        if self.target_aborts(addr) {
+            return addr; // no data: the access ends with Target-Abort (`abort`)
+        }
         addr.saturating_add(free)
             .min(page_base(addr).saturating_add(PAGE_SIZE))
             .min(self.mem_size)

@@ -61,6 +61,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod abort;
 pub mod bridge;
 pub mod bus;
 pub mod device;
@@ -73,6 +74,7 @@ pub mod params;
 pub mod stats;
 pub mod testbench;
 
+pub use abort::{AbortKind, AbortRange, AbortRangeError};
 pub use bridge::{BridgeStats, HostBridge};
 pub use bus::{BusPhase, MasterConfig, PciBus, TargetId};
 pub use device::SimpleTarget;

@@ -250,6 +250,10 @@ pub struct BridgeParams {
     /// PCI data phase and the CPU getting the data (the read still takes its place on the
     /// bus in the order the CPU issued it). Assumption 0 in the defaults (pure PCI timing).
     pub cpu_read_latency: Duration,
+    /// Fault injection: a range of host memory whose DMA the bridge answers with
+    /// Target-Abort or does not claim (Master-Abort), see [`crate::abort`]. `None` (no
+    /// fault) in the defaults and every preset.
+    pub abort: Option<crate::abort::AbortRange>,
 }
 
 impl Default for BridgeParams {
@@ -268,6 +272,7 @@ impl Default for BridgeParams {
             latency_timer: Cycles(32),
             supports_64bit: true,
             cpu_read_latency: Duration::ZERO,
+            abort: None,
         }
     }
 }
@@ -541,6 +546,13 @@ pub fn param_docs() -> Vec<ParamDoc> {
             "assumption",
         ),
         p(
+            "bridge",
+            "abort",
+            h.abort.map_or("none".into(), |r| format!("{:?} {:#x}..{:#x}", r.kind(), r.start(), r.end())),
+            "4 KB pages",
+            "setting: fault injection, off (PCI 2.2 §3.3.3.1 master abort, §3.3.3.2.1 target abort)",
+        ),
+        p(
             "dma",
             "burst_bytes",
             d.burst_bytes.to_string(),
@@ -641,6 +653,6 @@ mod tests {
         assert!(docs
             .iter()
             .all(|d| !d.source.is_empty() && !d.unit.is_empty()));
-        assert_eq!(docs.iter().filter(|d| d.set == "bridge").count(), 12);
+        assert_eq!(docs.iter().filter(|d| d.set == "bridge").count(), 13);
     }
 }

@@ -172,6 +172,27 @@ const ATT_FLIP_LATER: &[&str] = &[
     "faults.att_flip_bit=176",
 ];
 
+/// The page of node 0's control region and buffers in the 4-byte ping-pong (seed 1).
+const PCI_ABORT_OFF: &[&str] = &[
+    "faults.pci_abort_node=0",
+    "faults.pci_abort_start=0x3349000",
+    "faults.pci_abort_bytes=4096",
+];
+/// Node 0's bridge target-aborts that page.
+const PCI_ABORT_N0: &[&str] = &[
+    "faults.pci_abort=target",
+    "faults.pci_abort_node=0",
+    "faults.pci_abort_start=0x3349000",
+    "faults.pci_abort_bytes=4096",
+];
+/// Node 0's bridge target-aborts the page below it.
+const PCI_ABORT_BELOW: &[&str] = &[
+    "faults.pci_abort=target",
+    "faults.pci_abort_node=0",
+    "faults.pci_abort_start=0x3348000",
+    "faults.pci_abort_bytes=4096",
+];
+
 /// Every key that drives the model, with its perturbation and observable.
 const CASES: &[Case] = &[
     case("sim.seed", "2", Obs::NextFrame, Changed),
@@ -432,6 +453,38 @@ const CASES: &[Case] = &[
         Obs::WireFaults,
         Changed,
     ),
+    // Node 0's host bridge aborts the page that holds its descriptors and buffers in
+    // the 4-byte ping-pong (frame 0x3349000 with seed 1): the card's first DMA there
+    // fails and the run cannot finish. Off, on the other node, moved to page 0, or on
+    // the page below only, it finishes.
+    on(
+        PCI_ABORT_OFF,
+        "faults.pci_abort",
+        "target",
+        Obs::WireFaults,
+        Changed,
+    ),
+    on(
+        PCI_ABORT_N0,
+        "faults.pci_abort_node",
+        "1",
+        Obs::WireFaults,
+        Changed,
+    ),
+    on(
+        PCI_ABORT_N0,
+        "faults.pci_abort_start",
+        "0",
+        Obs::WireFaults,
+        Changed,
+    ),
+    on(
+        PCI_ABORT_BELOW,
+        "faults.pci_abort_bytes",
+        "8192",
+        Obs::WireFaults,
+        Changed,
+    ),
 ];
 
 /// Keys that are accepted but drive nothing: no perturbation changed any observable
@@ -631,11 +684,15 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
             };
             o.wire_faults = match run_pingpong(cfg, spec) {
                 Ok(r) => format!(
-                    "finished; 0-to-1 {:?}; 1-to-0 {:?}; ATT bit flips {} {}",
+                    "finished; 0-to-1 {:?}; 1-to-0 {:?}; ATT bit flips {} {}; aborts {:?}",
                     r.system.wire_faults(0),
                     r.system.wire_faults(1),
                     r.system.att_bit_flips(0),
-                    r.system.att_bit_flips(1)
+                    r.system.att_bit_flips(1),
+                    (0..2)
+                        .filter_map(|n| r.system.system_bus(n))
+                        .map(|b| (b.stats().target_aborts, b.stats().master_aborts))
+                        .collect::<Vec<_>>()
                 ),
                 Err(RunError::Stalled(stall)) => format!("stalled; losses {:?}", stall.losses),
                 Err(e) => return Err(e.to_string()),

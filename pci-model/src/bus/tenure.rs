@@ -258,6 +258,8 @@ impl PciBus {
             t.start <= addr
                 && addr < t.end
                 && !(matches!(t.kind, TargetKind::HostBridge) && self.bridge_master == Some(m))
+                && !(matches!(t.kind, TargetKind::HostBridge)
+                    && self.bridge.as_ref().is_some_and(|b| !b.claims(addr)))
         })
     }
 
@@ -337,6 +339,9 @@ impl PciBus {
                 let Some(bridge) = self.bridge.as_mut() else {
                     return Ready::Abort;
                 };
+                if bridge.target_aborts(t.addr) {
+                    return Ready::Abort; // fault injection (`crate::abort`)
+                }
                 if t.command.is_read() {
                     let id = match t.slot {
                         Some(id) => id,

@@ -1,9 +1,11 @@
 //! `[faults]` mapped onto `gige_mac::fault`: the parameters and the seed of each
 //! direction's wire faults.
 
+use super::schema::PciAbort;
 use super::schema::SystemConfig;
 use gige_mac::fault::{LinkDown, WireFaultParams};
 use nic_model::att::AttBitFlip;
+use pci_model::{AbortKind, AbortRange};
 use sim_kernel::time::PS_PER_US;
 use sim_kernel::{Duration, SplitMix64, Time};
 
@@ -39,6 +41,22 @@ impl SystemConfig {
                 bit: u16::try_from(f.att_flip_bit).unwrap_or(u16::MAX),
             }
         })
+    }
+
+    /// The range node `n`'s host bridge aborts, if `faults.pci_abort` puts one there
+    /// (`None` also for a range validation refuses).
+    #[must_use]
+    pub fn pci_abort_range(&self, n: usize) -> Option<AbortRange> {
+        let f = &self.faults;
+        let kind = match f.pci_abort {
+            PciAbort::None => return None,
+            PciAbort::Target => AbortKind::Target,
+            PciAbort::Master => AbortKind::Master,
+        };
+        if usize::try_from(f.pci_abort_node).ok() != Some(n) {
+            return None;
+        }
+        AbortRange::new(f.pci_abort_start, f.pci_abort_bytes, kind).ok()
     }
 
     /// The seed of the random stream of the wire node `from` sends into, derived from
@@ -112,6 +130,60 @@ mod tests {
         let err = host.validate().unwrap_err();
         assert_eq!(err.key(), Some("faults.att_flip_at_us"));
         assert!(err.to_string().contains("card SDRAM"), "{err}");
+    }
+
+    #[test]
+    fn a_pci_abort_range_is_whole_pages_of_host_memory_on_its_node() {
+        let c = cfg(&[
+            "faults.pci_abort=master",
+            "faults.pci_abort_node=1",
+            "faults.pci_abort_start=0x3000",
+            "faults.pci_abort_bytes=8192",
+        ]);
+        assert_eq!(c.pci_abort_range(0), None);
+        let r = c.pci_abort_range(1).unwrap();
+        assert_eq!(
+            (r.start(), r.end(), r.kind()),
+            (0x3000, 0x5000, pci_model::AbortKind::Master)
+        );
+        assert_eq!(cfg(&[]).pci_abort_range(0), None);
+        for (sets, key, words) in [
+            (
+                &[
+                    "faults.pci_abort=target",
+                    "faults.pci_abort_start=100",
+                    "faults.pci_abort_bytes=4096",
+                ][..],
+                "faults.pci_abort_start",
+                "multiple of 4096",
+            ),
+            (
+                &[
+                    "faults.pci_abort=target",
+                    "faults.pci_abort_start=0",
+                    "faults.pci_abort_bytes=100",
+                ][..],
+                "faults.pci_abort_bytes",
+                "4 KB pages",
+            ),
+            (
+                &[
+                    "faults.pci_abort=target",
+                    "faults.pci_abort_start=0x10000000",
+                    "faults.pci_abort_bytes=4096",
+                ][..],
+                "faults.pci_abort_bytes",
+                "past the end of host memory",
+            ),
+        ] {
+            let mut c = SystemConfig::from_preset("hvia-ge").unwrap();
+            for s in sets {
+                c.apply_set(s).unwrap();
+            }
+            let err = c.validate().unwrap_err();
+            assert_eq!(err.key(), Some(key), "{sets:?}");
+            assert!(err.to_string().contains(words), "{sets:?}: {err}");
+        }
     }
 
     #[test]

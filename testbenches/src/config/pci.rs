@@ -195,6 +195,7 @@ fn bridge(b: &BridgeConfig) -> BridgeParams {
         latency_timer: BridgeParams::default().latency_timer,
         supports_64bit: b.supports_64bit,
         cpu_read_latency: Duration::from_ns(u64::from(b.cpu_read_latency_ns)),
+        abort: None, // `faults.pci_abort*`, set per node by the system
     }
 }
 

@@ -310,6 +310,31 @@ pub struct FaultsConfig {
     pub att_flip_entry: u32,
     /// The bit of the 24-byte entry that inverts, 0..192 (bit `b % 8` of byte `b / 8`).
     pub att_flip_bit: u32,
+    /// How a node's host bridge answers DMA into `pci_abort_start` ..
+    /// `+ pci_abort_bytes`: `"none"`, `"target"` (Target-Abort) or `"master"` (not
+    /// claimed: Master-Abort) (`pci_model::abort`).
+    pub pci_abort: PciAbort,
+    /// The node whose host bridge aborts (0 or 1).
+    pub pci_abort_node: u32,
+    /// First host physical address of the range \[bytes; a multiple of 4096\].
+    pub pci_abort_start: u64,
+    /// Length of the range \[bytes; a multiple of 4096, more than 0 when `pci_abort` is
+    /// not `"none"`\].
+    pub pci_abort_bytes: u64,
+}
+
+/// `faults.pci_abort`: how the host bridge answers DMA into the chosen range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PciAbort {
+    /// No fault.
+    #[serde(rename = "none")]
+    None,
+    /// The bridge claims the access and ends it with Target-Abort.
+    #[serde(rename = "target")]
+    Target,
+    /// The bridge does not claim the access: Master-Abort.
+    #[serde(rename = "master")]
+    Master,
 }
 
 /// `[via]`: what the host programs ask of VIA.

@@ -217,6 +217,7 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
     )?;
     check_faults(&cfg.faults)?;
     check_att_flip(cfg)?;
+    check_pci_abort(cfg)?;
     super::feasible::check(cfg)
 }
 
@@ -273,6 +274,54 @@ fn check_att_flip(cfg: &SystemConfig) -> Result<(), Problem> {
         return Err(problem(
             "faults.att_flip_at_us",
             "a bit flip in card SDRAM needs the ATT there (card.att_location = \"card\"): a host-memory ATT has no card SDRAM to flip".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// `faults.pci_abort*`: a node that exists; when on, whole 4 KB pages inside host memory.
+fn check_pci_abort(cfg: &SystemConfig) -> Result<(), Problem> {
+    let f = &cfg.faults;
+    if f.pci_abort_node >= cfg.topology.nodes {
+        return Err(problem(
+            "faults.pci_abort_node",
+            format!(
+                "{} is not a node: nodes are 0 to {}",
+                f.pci_abort_node,
+                cfg.topology.nodes.saturating_sub(1)
+            ),
+        ));
+    }
+    if f.pci_abort == super::schema::PciAbort::None {
+        return Ok(());
+    }
+    let page = pci_model::PAGE_SIZE;
+    if f.pci_abort_start % page != 0 {
+        return Err(problem(
+            "faults.pci_abort_start",
+            format!(
+                "{:#x} is not a multiple of 4096: the bridge decodes host memory in 4 KB pages",
+                f.pci_abort_start
+            ),
+        ));
+    }
+    if f.pci_abort_bytes == 0 || f.pci_abort_bytes % page != 0 {
+        return Err(problem(
+            "faults.pci_abort_bytes",
+            format!(
+                "{} is not allowed: with faults.pci_abort on, the range must be a whole number of 4 KB pages, at least one",
+                f.pci_abort_bytes
+            ),
+        ));
+    }
+    let mem = cfg.host_memory_bytes();
+    if f.pci_abort_start.saturating_add(f.pci_abort_bytes) > mem {
+        return Err(problem(
+            "faults.pci_abort_bytes",
+            format!(
+                "{:#x} + {} bytes runs past the end of host memory ({mem:#x}: host.memory_mb)",
+                f.pci_abort_start, f.pci_abort_bytes
+            ),
         ));
     }
     Ok(())

@@ -199,7 +199,10 @@ impl System {
                 ..EngineParams::default()
             };
             let mut sys = PciBus::new(sys_params.clone()).map_err(model("pci.system"))?;
-            sys.attach_host_bridge(cfg.host_bridge_params(), cfg.host_memory_bytes())
+            let mut bridge_params = cfg.host_bridge_params();
+            // `faults.pci_abort*`: DMA into the range is aborted (off: `None`).
+            bridge_params.abort = cfg.pci_abort_range(n);
+            sys.attach_host_bridge(bridge_params, cfg.host_memory_bytes())
                 .map_err(model("pci.bridge"))?;
             let dma_params = cfg.dma_params(PciBusKind::System);
             let dma_master = sys

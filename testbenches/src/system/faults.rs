@@ -1,9 +1,11 @@
 //! What the injected faults (`[faults]`) did in a system, per node, besides the wire's
-//! (`System::wire_faults`): the ATT manager with its bit flips.
+//! (`System::wire_faults`): the ATT manager with its bit flips, the system bus with the
+//! host bridge's aborts.
 
 use super::build::System;
 use super::world::Comp;
 use nic_model::att::AttManager;
+use pci_model::PciBus;
 
 impl System {
     /// The ATT manager of node `n`.
@@ -20,5 +22,18 @@ impl System {
     #[must_use]
     pub fn att_bit_flips(&self, n: usize) -> u64 {
         self.att(n).map_or(0, |a| a.stats().bit_flips)
+    }
+}
+
+impl System {
+    /// The system PCI bus of node `n` (its statistics count the host bridge's
+    /// Target-Aborts and Master-Aborts, `faults.pci_abort*`).
+    #[must_use]
+    pub fn system_bus(&self, n: usize) -> Option<&PciBus> {
+        let id = self.nodes.get(n)?.system_bus;
+        match self.world.get(id) {
+            Some(Comp::SystemBus(_, b)) => Some(b),
+            _ => None,
+        }
     }
 }

@@ -222,6 +222,16 @@ impl System {
                         ("frames for an unconnected VI", s.rx_not_connected),
                     ]
                 }
+                Comp::SystemBus(_, b) => vec![
+                    (
+                        "DMA transactions ended with Target-Abort (faults.pci_abort)",
+                        b.stats().target_aborts,
+                    ),
+                    (
+                        "DMA transactions ended with Master-Abort (faults.pci_abort)",
+                        b.stats().master_aborts,
+                    ),
+                ],
                 Comp::Att(_, a) => vec![(
                     "bits flipped in the ATT in card SDRAM (faults.att_flip_*)",
                     a.stats().bit_flips,
