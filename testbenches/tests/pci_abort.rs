@@ -5,7 +5,10 @@
 //! Master-Abort, the system bus counts it, the engine counts a DMA failure and
 //! completes the send descriptor with the error status it gives a failed local read
 //! (`PROTECTION_ERROR`, VIA 1.0 has no bus-error bit), and the receiver never gets the
-//! bad bytes as a good message.
+//! bad bytes as a good message. On the receiving side, a page of the responder's RDMA
+//! target that its bridge does not claim fails the message being placed: its VI enters
+//! the Error state and the reliable sender's descriptor completes with the transport
+//! error the receiver's Nak carries.
 
 use host_driver::program::ProgramError;
 use host_driver::programs::{rdma_pingpong_initiator, rdma_pingpong_responder, PingPongParams};
@@ -45,6 +48,12 @@ fn pingpong(cfg: &SystemConfig, reliability: Reliability) -> System {
 
 /// In a fault-free run: the frame of the second page of the initiator's source buffer.
 fn source_frame() -> u64 {
+    second_frame(0, false)
+}
+
+/// In a fault-free run: the frame of the second page of node `n`'s region of `SIZE`
+/// bytes with RDMA write enabled (`target`: the RDMA destination) or not (the source).
+fn second_frame(n: usize, target: bool) -> u64 {
     let mut sys = pingpong(&config(&[]), Reliability::Unreliable);
     loop {
         let next = sys.kernel.next_event_time().expect("events left");
@@ -56,11 +65,11 @@ fn source_frame() -> u64 {
                 max_events: u64::MAX,
             },
         );
-        let att = sys.att(0).unwrap();
+        let att = sys.att(n).unwrap();
         let src = (0..16).find_map(|i| {
             att.read_entry(i).filter(|(l1, l2)| {
                 l1.attributes.contains(MemAttributes::VALID)
-                    && !l1.attributes.contains(MemAttributes::ENABLE_RDMA_WRITE)
+                    && l1.attributes.contains(MemAttributes::ENABLE_RDMA_WRITE) == target
                     && l1.region_len() == u64::from(SIZE)
                     && l2.len() >= 2
             })
@@ -76,9 +85,13 @@ fn source_frame() -> u64 {
 }
 
 fn abort(kind: &str, frame: u64) -> SystemConfig {
+    abort_on(0, kind, frame)
+}
+
+fn abort_on(node: usize, kind: &str, frame: u64) -> SystemConfig {
     config(&[
         format!("faults.pci_abort={kind}"),
-        "faults.pci_abort_node=0".into(),
+        format!("faults.pci_abort_node={node}"),
         format!("faults.pci_abort_start={frame}"),
         "faults.pci_abort_bytes=4096".into(),
     ])
@@ -112,5 +125,37 @@ fn an_aborted_payload_read_completes_the_send_with_the_protection_error() {
             }
             other => panic!("{kind}: the initiator ended with {other:?}"),
         }
+    }
+}
+
+#[test]
+fn an_aborted_rdma_placement_fails_the_message_and_the_send_with_a_transport_error() {
+    // The responder's bridge does not claim the second page of its RDMA target.
+    let frame = second_frame(1, true);
+    let mut sys = pingpong(&abort_on(1, "master", frame), Reliability::ReliableDelivery);
+    let end = sys.run_programs();
+    assert_eq!(end, RunEnd::ProgramFailed, "{end:?}");
+    let bus = sys.system_bus(1).unwrap().stats();
+    assert!(bus.master_aborts >= 1 && bus.target_aborts == 0, "{bus:?}");
+    let b0 = sys.system_bus(0).unwrap().stats();
+    assert_eq!(b0.master_aborts + b0.target_aborts, 0);
+    let rx = sys.engine(1).unwrap();
+    assert!(rx.stats().dma_failures >= 1);
+    // Only the bytes before the page landed: the first message is not complete.
+    assert!(
+        rx.stats().rdma_bytes_placed < u64::from(SIZE),
+        "{:?}",
+        rx.stats()
+    );
+    let vi = rx.vi(0).expect("the responder's VI");
+    assert_eq!(vi.state, via_abi::bar::ViStateCode::Error);
+    assert_eq!(vi.counters.last_rx_error, Status::TRANSPORT_ERROR);
+    match sys.cpu(0).and_then(|c| c.outcome()) {
+        Some(Err(ProgramError::Completion { call, status })) => {
+            assert_eq!(*call, "VipSendWait");
+            assert!(status.is_done());
+            assert_eq!(status.errors(), Status::TRANSPORT_ERROR);
+        }
+        other => panic!("the initiator ended with {other:?}"),
     }
 }
