@@ -11,7 +11,7 @@
 //! | frame loss, probability `frame_loss` per frame | nothing (no `RxStart`, no `RxEnd`) | `frames_lost` |
 //! | bit errors, probability `bit_error_rate` per bit | the frame with those bits inverted: its FCS no longer matches | `frames_corrupted`, `bits_flipped` |
 //! | duplication, probability `duplicate` per frame | the frame, then a copy of it after an inter-frame gap and a preamble ([`order`]) | `frames_duplicated` |
-//! | reordering, probability `reorder` per frame | the frame held back and delivered after the next frame of this direction, or when this direction's line goes idle ([`order`]) | `frames_held`, `frames_reordered` |
+//! | reordering, probability `reorder` per frame | the frame held back and delivered after the next frame of this direction if it starts within `reorder_hold`, else alone when the hold ends ([`order`]) | `frames_held`, `frames_reordered` |
 //! | (either) | later frames wait while the far line carries a copy or a released frame | `frames_delayed` |
 //!
 //! The checks run in that order on each frame: a frame the link-down window already took
@@ -83,6 +83,9 @@ pub struct WireFaultParams {
     /// Probability that a frame arriving whole is held back and delivered after the
     /// next one, in \[0, 1\].
     pub reorder: f64,
+    /// The longest a held frame waits for the next one \[ps\]; then it goes alone.
+    /// Zero: it goes as soon as the transmitter's line is idle after it.
+    pub reorder_hold: Duration,
 }
 
 /// Why [`WireFaultParams`] were refused.

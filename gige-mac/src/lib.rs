@@ -47,7 +47,8 @@
 //! receiver; between the two, [`RxFrame::arrived`] shows the bytes received so far.
 //! A MAC that obeys PAUSE frames calls [`GmiiTx::pause`] and routes
 //! [`MacMsg::TxPauseEnd`] to [`GmiiTx::pause_end`] (the DP83820 does; [`MacPort`] and the
-//! switch do not).
+//! switch do not). Every owner routes [`MacMsg::TxReorderRelease`] to
+//! [`GmiiTx::reorder_release`] (wire faults that hold frames back).
 //! [`MacPort`] is exactly that and nothing more. Handlers are generic over the system
 //! message type: `fn handle<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>)`.
 //!

@@ -20,6 +20,7 @@
 //! | [`MacMsg::MacTxStatus`], [`MacMsg::MacRxFrame`], [`MacMsg::MacRxEnd`] | DP83820 MAC side | DP83820 bus side | one local-bus cycle later (clock crossing) |
 //! | [`MacMsg::MacBusWake`] | the DP83820 bus side, to itself | itself | when receive data will be visible |
 //! | [`MacMsg::TxPauseEnd`] | a paused GMII transmitter, to itself | its owner | the edge its PAUSE gate opens |
+//! | [`MacMsg::TxReorderRelease`] | a GMII transmitter whose wire holds a frame back, to itself | its owner | when the hold ends (`faults.reorder_hold_us`) |
 //! | [`MacMsg::MacPauseRefresh`] | the DP83820 MAC side, to itself | itself | when its own PAUSE is due to be re-sent |
 //!
 //! The enum is `#[non_exhaustive]` so that matches elsewhere allow for new variants.
@@ -184,6 +185,13 @@ pub enum MacMsg {
         /// Which transmitter of the receiving component.
         port: PortIndex,
     },
+    /// Internal wake-up of the GMII transmitter of `port` whose wire faults hold a frame
+    /// back for reordering: the hold may be over on this edge (see
+    /// [`crate::fault::order`]). Owners route it to [`crate::GmiiTx::reorder_release`].
+    TxReorderRelease {
+        /// Which transmitter of the receiving component.
+        port: PortIndex,
+    },
     /// DP83820 MAC side -> itself: the PAUSE it sent may need re-sending (its RX FIFO is
     /// still above the low-water mark; see [`crate::dp83820::flow`]).
     MacPauseRefresh,
@@ -224,6 +232,7 @@ impl MacMsg {
             MacMsg::MacRxDrained { .. } => "mac-rx-drained",
             MacMsg::MacBusWake => "mac-bus-wake",
             MacMsg::TxPauseEnd { .. } => "tx-pause-end",
+            MacMsg::TxReorderRelease { .. } => "tx-reorder-release",
             MacMsg::MacPauseRefresh => "mac-pause-refresh",
         }
     }

@@ -66,6 +66,7 @@ impl MacPort {
                     self.sent.push(done);
                 }
             }
+            MacMsg::TxReorderRelease { .. } => self.tx.reorder_release(ctx),
             MacMsg::RxStart { frame, .. } => self.rx.start(&frame),
             // A streamed frame's bytes: only the whole frame at its end matters here.
             MacMsg::RxData { .. } => {}

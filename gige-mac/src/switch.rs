@@ -200,6 +200,10 @@ impl Switch {
                 }
                 None => self.bad_port(port, "tx-wake"),
             },
+            MacMsg::TxReorderRelease { port } => match self.ports.get_mut(port.index()) {
+                Some(p) => p.tx.reorder_release(ctx),
+                None => self.bad_port(port, "tx-reorder-release"),
+            },
             other => {
                 self.unexpected += 1;
                 tracing::warn!(target: "mac::switch", msg = other.name(), "message a switch does not handle");

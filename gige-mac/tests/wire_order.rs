@@ -1,7 +1,7 @@
 //! Duplication and reordering on the wire (`gige_mac::fault::order`) between two MAC
 //! ports: a duplicated frame arrives twice, the copy one inter-frame gap and a preamble
 //! after the original, and frames behind it wait; a held frame arrives after the next
-//! one, or late but in order when nothing follows; every frame arrives good (the far
+//! one if it comes within the hold, or late but in order when nothing follows; every frame arrives good (the far
 //! line never carries two frames at once); the counters say what happened; the same
 //! seed gives the same order.
 
@@ -149,6 +149,52 @@ fn duplicated_and_held_at_once_and_the_same_seed_gives_the_same_order() {
     // A frame is out of order exactly where a held one was overtaken.
     let inversions = ids(&a).windows(2).filter(|w| w[1] < w[0]).count() as u64;
     assert_eq!(inversions, sa.frames_reordered);
+}
+
+/// Two 200-byte frames, the second queued `apart` after the first, with every frame
+/// that may be held held for at most `hold`; what b accepted, and a's counters.
+fn spaced(hold: Duration, apart: Duration) -> (Vec<Received>, WireFaultStats) {
+    let p = GigeParams::default();
+    let (mut k, mut net, a, b) = two_nodes(&p, false);
+    let params = WireFaultParams {
+        reorder: 1.0,
+        reorder_hold: hold,
+        ..WireFaultParams::default()
+    };
+    net.port_mut(a)
+        .tx_mut()
+        .set_faults(WireFaults::new(params, 1));
+    send(&mut k, a, Time::ZERO, frame(0, mac(2), mac(1), &[0; 182]));
+    send(
+        &mut k,
+        a,
+        Time::ZERO + apart,
+        frame(1, mac(2), mac(1), &[1; 182]),
+    );
+    k.run_to_idle(&mut net);
+    assert!(net.port(b).failures().is_empty());
+    let stats = *net.port(a).tx().faults().unwrap().stats();
+    (net.port(b).inbox().to_vec(), stats)
+}
+
+#[test]
+fn a_held_frame_waits_its_hold_for_the_next_one_then_goes_alone() {
+    let apart = Duration::from_ns(20_000);
+    // Held up to 30 us: the frame sent 20 us later overtakes it.
+    let (got, s) = spaced(Duration::from_ns(30_000), apart);
+    assert_eq!(ids(&got), vec![1, 0]);
+    assert_eq!((s.frames_held, s.frames_reordered), (1, 1));
+    serial(&got);
+    // Held up to 10 us: it goes alone, 10 us after its end, before the next one.
+    let (got, s) = spaced(Duration::from_ns(10_000), apart);
+    assert_eq!(ids(&got), vec![0, 1]);
+    assert_eq!((s.frames_held, s.frames_reordered), (2, 0));
+    let (clean, _) = run(order(0.0, 0.0), 1, 1);
+    // Late by the hold, plus the rest of its own bytes and a preamble.
+    assert_eq!(
+        got[0].first_byte_at - clean[0].first_byte_at,
+        Duration::from_ns(10_000) + BYTE * (200 + 8)
+    );
 }
 
 #[test]

@@ -421,6 +421,15 @@ const CASES: &[Case] = &[
     // the copies, or the frames late).
     case("faults.duplicate", "1.0", Obs::WireFaults, Changed),
     case("faults.reorder", "1.0", Obs::WireFaults, Changed),
+    // Every frame held: released when the line is idle the ping-pong finishes; held up
+    // to 20 us, set-up frames overtake one another and it cannot.
+    on(
+        &["faults.reorder=1.0", "faults.reorder_hold_us=0"],
+        "faults.reorder_hold_us",
+        "20",
+        Obs::WireFaults,
+        Changed,
+    ),
     // A flip in the generation of the responder's RDMA target entry (index 2, registered
     // by 19.4 us) at 20 us refuses every ping: the run stalls naming the flip. Moved
     // after the run, onto the other node, onto an unused entry or onto a reserved bit,

@@ -2,11 +2,14 @@
 //! ping-pong, unreliable VIs, 2 warm-up and 3 measured round trips): the wire delivers
 //! every frame of node 0 twice, every copy reaches the receiving card, which places
 //! the bytes once (a copy is out of sequence); a frame held back arrives late but whole,
-//! nothing is lost, and the one-way latency grows by the hold. Counters are read from
-//! `System::wire_faults`.
+//! nothing is lost, and the one-way latency grows by the hold; a fragment of an 8 KB
+//! message held back is overtaken by the next one and the receiving card, which does
+//! not retransmit yet, fails the message. Counters are read from `System::wire_faults`.
 
+use host_driver::program::ProgramError;
+use host_driver::programs::{rdma_pingpong_initiator, rdma_pingpong_responder, PingPongParams};
 use testbenches::config::{ConfigSource, SystemConfig, DEFAULT_PRESET};
-use testbenches::system::{run_pingpong, Op, PingPongSpec, RecvPost};
+use testbenches::system::{run_pingpong, Op, PingPongSpec, RecvPost, RunEnd, System};
 
 fn config(sets: &[&str]) -> SystemConfig {
     SystemConfig::load(&ConfigSource::Preset(DEFAULT_PRESET.into()), sets).expect("valid config")
@@ -59,7 +62,9 @@ fn duplicated_frames_are_placed_once_and_the_copies_counted() {
 #[test]
 fn held_frames_arrive_late_but_all_arrive() {
     let base = run_pingpong(&config(&[]), spec()).expect("runs");
-    let cfg = config(&["faults.reorder=1.0"]);
+    // Released when the line is idle (hold 0): with the preset's 20 us hold, frames of
+    // the connection set-up overtake one another and the card refuses them.
+    let cfg = config(&["faults.reorder=1.0", "faults.reorder_hold_us=0"]);
     let r = run_pingpong(&cfg, spec()).expect("a held frame is released, never lost");
     let (a, b) = (r.system.wire_faults(0), r.system.wire_faults(1));
     assert!(
@@ -67,8 +72,8 @@ fn held_frames_arrive_late_but_all_arrive() {
         "{a:?} {b:?}"
     );
     assert_eq!(a.spoiled() + b.spoiled(), 0);
-    // The ping-pong's frames never travel back to back: each held one goes when the
-    // line is idle, one frame time and a gap later, in order.
+    // A 4-byte message is one frame and the next frame of its direction comes much
+    // later: each held one goes alone when the line is idle, late and in order.
     assert!(
         r.one_way > base.one_way,
         "{:?} vs {:?}",
@@ -100,5 +105,50 @@ fn the_same_seed_gives_the_same_run() {
         }
         (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
         (a, b) => panic!("different ends: {:?} / {:?}", a.is_ok(), b.is_ok()),
+    }
+}
+
+/// An 8 KB RDMA-write ping-pong (six frames a message) under reliable delivery,
+/// whatever its end.
+fn eight_kb(cfg: &SystemConfig) -> (RunEnd, System) {
+    let mut sys = System::build(cfg, false).expect("builds");
+    let mut a = PingPongParams::new(8192, 1, sys.macs[1]);
+    a.warmup = 1;
+    a.reliability = via_abi::bar::Reliability::ReliableDelivery;
+    a.wait_timeout = host_driver::Timeout::Infinite;
+    let b = PingPongParams {
+        peer: sys.macs[0],
+        ..a
+    };
+    sys.cpu_mut(0)
+        .unwrap()
+        .load(move |v| rdma_pingpong_initiator(v, a));
+    sys.cpu_mut(1)
+        .unwrap()
+        .load(move |v| rdma_pingpong_responder(v, b));
+    sys.start();
+    (sys.run_programs(), sys)
+}
+
+#[test]
+fn an_overtaken_fragment_is_out_of_sequence_and_fails_the_reliable_send() {
+    // Every frame of node 0 that may be held is held up to 20 us (the preset's hold):
+    // the next fragment of the message, 12 to 15 us behind, overtakes it. Nothing
+    // retransmits yet: the receiving card counts the sequence error, fails the message
+    // and its Nak completes the send with the transport error.
+    let cfg = config(&["faults.reorder=1.0", "faults.direction=0-to-1"]);
+    let (end, sys) = eight_kb(&cfg);
+    assert_eq!(end, RunEnd::ProgramFailed, "{end:?}");
+    let w = sys.wire_faults(0);
+    assert!(w.frames_reordered >= 1, "{w:?}");
+    assert_eq!(w.spoiled(), 0);
+    let vi = sys.engine(1).unwrap().vi(0).expect("the responder's VI");
+    assert!(vi.counters.rx_sequence_errors >= 1, "{:?}", vi.counters);
+    match sys.cpu(0).and_then(|c| c.outcome()) {
+        Some(Err(ProgramError::Completion { call, status })) => {
+            assert_eq!(*call, "VipSendWait");
+            assert_eq!(status.errors(), via_abi::Status::TRANSPORT_ERROR);
+        }
+        other => panic!("the initiator ended with {other:?}"),
     }
 }

@@ -194,6 +194,7 @@ impl Dp83820Mac {
             MacMsg::MacTxData(chunk) => self.tx_data(chunk, ctx),
             MacMsg::TxWake { .. } => self.tx_wake(ctx),
             MacMsg::TxPauseEnd { .. } => self.tx.pause_end(ctx),
+            MacMsg::TxReorderRelease { .. } => self.tx.reorder_release(ctx),
             MacMsg::MacPauseRefresh => self.pause_refresh(ctx),
             // MAC Control frames (PAUSE) stay on the MAC side (see `flow`).
             MacMsg::RxStart { frame, .. } if self.control_start(&frame) => {}

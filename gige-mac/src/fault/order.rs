@@ -11,9 +11,12 @@
 //!   original's last.
 //! - **Reorder** (`WireFaultParams::reorder`): the frame is held back whole. It is
 //!   released right after the next frame of this direction (which overtakes it: first
-//!   the next frame, then, one gap later, the held one), or, if the transmitter's gap
-//!   after it ends with nothing queued, at that edge (late but in order): a held frame
-//!   never waits for traffic that may never come. One frame is held at a time.
+//!   the next frame, then, one gap later, the held one) if that frame starts within
+//!   `reorder_hold` of the held frame's end; else when the hold ends (late but in
+//!   order: [`MacMsg::TxReorderRelease`](crate::MacMsg::TxReorderRelease)), so a held
+//!   frame never waits for traffic that may never come. With `reorder_hold` zero it goes
+//!   when the transmitter's gap after it ends with nothing queued. One frame is held at
+//!   a time.
 //! - A frame that would start on the far line while it still carries a copy or a
 //!   released frame waits (`frames_delayed`), as a switch's output queue makes it wait;
 //!   its bytes arrive later by that much.
@@ -46,6 +49,8 @@ pub struct Held {
     pub frame: Frame,
     /// A copy follows it when it is released.
     pub duplicate: bool,
+    /// When it goes alone if no frame has overtaken it.
+    pub until: Time,
 }
 
 impl FarLine {
@@ -89,9 +94,20 @@ impl WireFaults {
         at.max(self.line.free) + byte * PREAMBLE_BYTES_TO_FIRST
     }
 
-    /// Holds back `frame` (as it arrives), with its copy if it is duplicated too.
-    pub fn hold(&mut self, frame: Frame, duplicate: bool) {
-        self.line.held = Some(Held { frame, duplicate });
+    /// Holds back `frame` (as it arrives), with its copy if it is duplicated too, until
+    /// `until` at the latest.
+    pub fn hold(&mut self, frame: Frame, duplicate: bool, until: Time) {
+        self.line.held = Some(Held {
+            frame,
+            duplicate,
+            until,
+        });
+    }
+
+    /// Whether the frame held back (if any) is due to go alone at `now`.
+    #[must_use]
+    pub fn hold_over(&self, now: Time) -> bool {
+        self.line.held.as_ref().is_some_and(|h| h.until <= now)
     }
 
     /// Takes the frame held back, if any; `overtaken` when a later frame went ahead of it
@@ -141,13 +157,15 @@ mod tests {
     fn a_held_frame_is_released_once_and_counted_if_overtaken() {
         let mut f = WireFaults::new(WireFaultParams::default(), 1);
         let frame = Frame::new(FrameId(3), MsgId(3), vec![1, 2, 3]);
-        f.hold(frame.clone(), false);
+        f.hold(frame.clone(), false, Time(500));
         assert!(f.holding());
+        assert!(!f.hold_over(Time(499)) && f.hold_over(Time(500)));
         assert_eq!(
             f.release(true),
             Some(Held {
                 frame,
-                duplicate: false
+                duplicate: false,
+                until: Time(500)
             })
         );
         assert_eq!(f.release(true), None);

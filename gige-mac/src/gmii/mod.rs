@@ -417,11 +417,7 @@ impl GmiiTx {
             // The last bytes never came: everything still missing was an underrun.
             self.complete_underrun(ctx);
         }
-        if let (Some(w), Some(f)) = (self.on_wire.as_ref(), self.faults.as_mut()) {
-            if let Some(fate) = w.fate.as_ref().filter(|fate| fate.hold) {
-                f.hold(fate.apply(&w.frame), fate.duplicate);
-            }
-        }
+        self.hold_if_held(ctx);
         let done = self.on_wire.take().map(|w| {
             let len = w.frame.len() as u64;
             self.stats.frames += 1;
@@ -466,8 +462,14 @@ impl GmiiTx {
 
     fn after_gap<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
         if self.queue.is_empty() {
-            // Nothing follows a frame held back: the line is idle, it goes now.
-            self.release_held(false, ctx);
+            // Nothing follows a frame held back and it waits for no timer: it goes now.
+            if self
+                .faults
+                .as_ref()
+                .is_some_and(|f| f.params().reorder_hold == Duration::ZERO)
+            {
+                self.release_held(false, ctx);
+            }
             self.fsm.set(GmiiState::Idle, ctx);
         } else {
             self.start_next(ctx);

@@ -8,7 +8,7 @@ use crate::frame::Frame;
 use crate::link::Attachment;
 use crate::msg::MacMsg;
 use crate::rx::RxFrame;
-use sim_kernel::{Ctx, Duration, Time};
+use sim_kernel::{Ctx, Cycles, Duration, Priority, Time};
 
 /// Places the frame on the wire `w` on the far line at the end of its preamble: it
 /// waits while the line still carries a copy or a released frame (its arrival moves
@@ -56,6 +56,38 @@ pub(super) fn deliver<M: From<MacMsg>>(
 }
 
 impl GmiiTx {
+    /// At the end of the frame on the wire: holds it back if its fate says so, and asks
+    /// for the wake-up that ends the hold (`reorder_hold` above zero).
+    pub(super) fn hold_if_held<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+        let (Some(w), Some(f)) = (self.on_wire.as_ref(), self.faults.as_mut()) else {
+            return;
+        };
+        let Some(fate) = w.fate.as_ref().filter(|fate| fate.hold) else {
+            return;
+        };
+        let hold = f.params().reorder_hold;
+        let until = ctx.now() + hold;
+        f.hold(fate.apply(&w.frame), fate.duplicate, until);
+        if hold > Duration::ZERO {
+            let period = ctx.my_domain().period().as_ps().max(1);
+            let clocks = hold.as_ps().div_ceil(period);
+            ctx.wake_after_with(
+                Cycles(clocks),
+                Priority::LATE,
+                MacMsg::TxReorderRelease { port: self.port }.into(),
+            );
+        }
+    }
+
+    /// Handles this port's [`MacMsg::TxReorderRelease`]: the frame held back goes alone if
+    /// its hold is over (a wake-up for a frame already overtaken, or for an earlier one,
+    /// finds nothing due and does nothing).
+    pub fn reorder_release<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+        if self.faults.as_ref().is_some_and(|f| f.hold_over(ctx.now())) {
+            self.release_held(false, ctx);
+        }
+    }
+
     /// Releases the frame held back, if any: the far end's element starts it as soon as
     /// its line is free (after the frame that `overtook` it, if one did), with its copy
     /// if it was duplicated too.

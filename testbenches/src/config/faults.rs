@@ -27,6 +27,7 @@ impl SystemConfig {
             link_down,
             duplicate: if random { f.duplicate } else { 0.0 },
             reorder: if random { f.reorder } else { 0.0 },
+            reorder_hold: Duration(f.reorder_hold_us.saturating_mul(PS_PER_US)),
         }
     }
 

@@ -301,6 +301,9 @@ pub struct FaultsConfig {
     /// Probability that a frame is held back \[0, 1\] (in `direction`) and delivered
     /// after the next frame of its direction (or when the line goes idle).
     pub reorder: f64,
+    /// The longest a held frame waits for the next one \[us\]; then it goes alone, late.
+    /// 0: it goes as soon as its transmitter's line is idle after it.
+    pub reorder_hold_us: u64,
     /// When one bit of an ATT L1 entry in card SDRAM inverts \[us of simulated time\];
     /// 0 = never (`nic_model::att::AttBitFlip`).
     pub att_flip_at_us: u64,

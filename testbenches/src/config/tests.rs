@@ -113,13 +113,14 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 101);
+    assert_eq!(flat.len(), 102);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
     assert_eq!(flat[89], ("faults.link_down_for_us".into(), "0".into()));
     assert_eq!(flat[91], ("faults.reorder".into(), "0.0".into()));
-    assert_eq!(flat[95], ("faults.att_flip_bit".into(), "0".into()));
-    assert_eq!(flat[96], ("faults.pci_abort".into(), "none".into()));
-    assert_eq!(flat[100], ("via.reliability".into(), "unreliable".into()));
+    assert_eq!(flat[92], ("faults.reorder_hold_us".into(), "20".into()));
+    assert_eq!(flat[96], ("faults.att_flip_bit".into(), "0".into()));
+    assert_eq!(flat[97], ("faults.pci_abort".into(), "none".into()));
+    assert_eq!(flat[101], ("via.reliability".into(), "unreliable".into()));
 }
 
 #[test]
@@ -346,6 +347,11 @@ fn validation_names_the_key_and_the_limit() {
         ),
         ("faults.reorder=-1", "faults.reorder", "between 0 and 1"),
         ("faults.reorder=nan", "faults.reorder", "out of range"),
+        (
+            "faults.reorder_hold_us=2000000000",
+            "faults.reorder_hold_us",
+            "1000 s",
+        ),
         ("faults.att_flip_bit=192", "faults.att_flip_bit", "0 to 191"),
         (
             "faults.pci_abort_node=2",

@@ -359,6 +359,7 @@ fn check_faults(f: &super::schema::FaultsConfig) -> Result<(), Problem> {
     for (key, us) in [
         ("faults.link_down_at_us", f.link_down_at_us),
         ("faults.link_down_for_us", f.link_down_for_us),
+        ("faults.reorder_hold_us", f.reorder_hold_us),
     ] {
         if us > MAX_LINK_DOWN_US {
             return Err(problem(
