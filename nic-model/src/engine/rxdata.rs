@@ -193,6 +193,9 @@ impl Engine {
         m.next_off += u64::from(h.frag_len);
         m.last_seq = h.seq;
         m.frame_taken(last);
+        if self.params.retransmit && reliable {
+            self.frame_accepted(n, h.seq, h.flags, msg, io);
+        }
         if let Some(w) = self.recv.front.cur.as_mut() {
             w.target = Some(id);
         }
