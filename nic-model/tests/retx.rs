@@ -407,3 +407,114 @@ fn past_the_retry_limit_the_vi_breaks_with_a_transport_error() {
     assert_eq!(e0.bookkeeping_misses, 0);
     assert!(s.engine(0).is_idle());
 }
+
+/// Lets `ns` of simulated time pass (an inert message to node 0's CPU stub).
+fn wait_ns(s: &mut Sys, ns: u64) {
+    let cpu = s.node(0).ids.cpu;
+    let at = s.k.now() + sim_kernel::Duration::from_ns(ns);
+    s.k.post(
+        cpu,
+        at,
+        Msg::Pci(pci_model::PciMsg::CpuReadData {
+            tag: 0,
+            data: Vec::new(),
+            status: pci_model::TxnStatus::Ok,
+        }),
+    );
+    s.run();
+}
+
+/// Node 0 asks to connect VI 0 to node 1's listening VI 0, with node 0's frames
+/// `lost_0` and node 1's frames `lost_1` (indices from now) lost; the host reads
+/// `VI_RESULT` every 0.5 ms, `reads` times. Returns the results read.
+fn connect_lossy(
+    s: &mut Sys,
+    lost_0: &[usize],
+    lost_1: &[usize],
+    reads: usize,
+) -> Vec<via_abi::bar::CmdResult> {
+    use via_abi::bar;
+    for (i, lost) in [(0, lost_0), (1, lost_1)] {
+        let base = s.node(i).gec.sent.len();
+        s.w.store[i].gec.lose.extend(lost.iter().map(|k| base + k));
+    }
+    s.write_reg(1, bar::VI_DISCRIMINATOR, 0x77);
+    s.vi_cmd(1, 0, bar::ViCmd::ConnectWait);
+    let m = mac(1).octets();
+    s.write_reg(
+        0,
+        bar::VI_PEER_MAC_LO,
+        u32::from_le_bytes([m[0], m[1], m[2], m[3]]),
+    );
+    s.write_reg(
+        0,
+        bar::VI_PEER_MAC_HI,
+        u32::from_le_bytes([m[4], m[5], 0, 0]),
+    );
+    s.write_reg(0, bar::VI_DISCRIMINATOR, 0x77);
+    s.write_reg(0, bar::VI_SEL, 0);
+    s.write_reg(0, bar::VI_CMD, bar::ViCmd::ConnectRequest.raw());
+    (0..reads)
+        .map(|_| {
+            wait_ns(s, 500_000);
+            bar::CmdResult::from_raw(s.read_reg(0, bar::VI_RESULT))
+        })
+        .collect()
+}
+
+#[test]
+fn a_lost_connect_request_or_accept_is_made_up() {
+    use via_abi::bar::CmdResult;
+    for (lost_0, lost_1, what) in [
+        (&[0usize][..], &[][..], "request lost"),
+        (&[][..], &[0usize][..], "accept lost"),
+        (
+            &[0, 1][..],
+            &[0][..],
+            "request, accept and the next request lost",
+        ),
+    ] {
+        let mut s = Sys::new(Config::default());
+        for i in 0..2 {
+            s.create_vi(i, 0, PTAG, Reliability::ReliableDelivery, true);
+        }
+        let results = connect_lossy(&mut s, lost_0, lost_1, 8);
+        assert_eq!(results.last(), Some(&CmdResult::Ok), "{what}: {results:?}");
+        assert_eq!(s.vi_state(0, 0), ViStateCode::Connected, "{what}");
+        assert_eq!(s.vi_state(1, 0), ViStateCode::Connected, "{what}");
+        let (e0, e1) = (s.engine(0).stats(), s.engine(1).stats());
+        assert!(e0.connect_requests_resent >= 1, "{what}: {e0:?}");
+        if !lost_1.is_empty() {
+            assert!(e1.connect_accepts_repeated >= 1, "{what}");
+        }
+        // The connection carries data afterwards.
+        let (descs, dst, data) = post_small_writes(&mut s, 1);
+        s.run();
+        assert!(s.status(0, descs[0]).is_done() && !s.status(0, descs[0]).is_error());
+        assert_eq!(s.read_mem(1, dst.va, data.len()), data, "{what}");
+    }
+}
+
+#[test]
+fn an_unanswered_connect_request_is_given_up_after_the_limit() {
+    use via_abi::bar::CmdResult;
+    let mut s = Sys::new(Config::default());
+    for i in 0..2 {
+        s.create_vi(i, 0, PTAG, Reliability::Unreliable, true);
+    }
+    let limit = usize::from(nic_model::engine::EngineParams::default().retx_limit);
+    let all: Vec<usize> = (0..100).collect();
+    let results = connect_lossy(&mut s, &all, &[], 2 * (limit + 2));
+    assert_eq!(results.last(), Some(&CmdResult::TimedOut), "{results:?}");
+    assert_eq!(s.vi_state(0, 0), ViStateCode::Idle);
+    let e0 = s.engine(0).stats();
+    assert_eq!(
+        (e0.connect_requests_resent, e0.connect_timeouts),
+        (limit as u64, 1)
+    );
+    assert_eq!(
+        s.node(0).gec.sent.len(),
+        limit + 1,
+        "the request and its resends"
+    );
+}

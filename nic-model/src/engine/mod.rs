@@ -221,10 +221,17 @@ impl Engine {
         self.doorbells.fifo.len()
     }
 
-    /// Whether nothing is in flight: no doorbell, descriptor, frame, DMA or translation.
+    /// Whether nothing is in flight: no doorbell, descriptor, frame, DMA or translation,
+    /// and no connect request or unacknowledged frame waiting for its retransmission
+    /// deadline.
     #[must_use]
     pub fn is_idle(&self) -> bool {
-        self.doorbells.fifo.is_empty()
+        let deadlines = self
+            .vis
+            .iter()
+            .any(|v| v.connect_deadline.is_some() || v.tx.deadline.is_some());
+        !deadlines
+            && self.doorbells.fifo.is_empty()
             && self.send.ctxs.is_empty()
             && self.recv.front.cur.is_none()
             && self.recv.front.queue.is_empty()
@@ -276,7 +283,10 @@ impl Engine {
     pub fn handle_pci(&mut self, msg: PciMsg, io: &mut Io, ram: &mut BufferRam) {
         match msg {
             PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, io, ram),
-            PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, io),
+            PciMsg::TargetRead { tag, addr, len, .. } => {
+                self.connect_deadlines(io, ram);
+                self.target_read(tag, addr, len, io);
+            }
             PciMsg::DmaDone(done) => {
                 let Some(purpose) = self.outstanding.take_dma(DmaTag(done.tag)) else {
                     return self.bookkeeping_miss("DMA job of a completion");

@@ -13,6 +13,13 @@
 //!   oldest unfinished send completes with `TRANSPORT_ERROR`, the VI goes to `error`, and
 //!   the rest are flushed.
 //!
+//! * Connection set-up (every VI, whatever its level): a connect request not answered
+//!   within `retx_timeout_cycles` is sent again, up to `retx_limit` times, then the
+//!   request is given up (`idle`, `VI_RESULT` TimedOut); a repeated request from the peer
+//!   a VI is already connected to (its accept was lost) is accepted again. The deadline
+//!   is compared when the host reads a register (it polls `VI_RESULT` while it waits),
+//!   so no timer event is pending in a run whose request is answered.
+//!
 //! One kernel wake serves every VI's deadline ([`RetxTimer`](super::unit::retx::RetxTimer)).
 
 use super::ids::RetxGen;
@@ -22,7 +29,8 @@ use super::unit::vi::ViState;
 use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
 use sim_kernel::{MsgId, Time};
-use via_abi::wire_header::WireFlags;
+use via_abi::bar::CmdResult;
+use via_abi::wire_header::{WireFlags, WireOp};
 use via_abi::Status;
 
 impl Engine {
@@ -137,6 +145,66 @@ impl Engine {
             self.schedule_timer(at, io);
         }
         self.tx_pump(io, ram);
+    }
+
+    /// A connect request of VI `n` went out: it is sent again if no answer comes within
+    /// `retx_timeout_cycles` (checked when the host reads a register, see
+    /// [`Engine::connect_deadlines`]).
+    pub(crate) fn arm_connect(&mut self, n: u16, io: &mut Io) {
+        if !self.params.retransmit {
+            return;
+        }
+        let at = io
+            .my_domain()
+            .edge_after(io.now(), self.params.retx_timeout_cycles);
+        if let Some(v) = self.vis.get_mut(n) {
+            v.connect_deadline = Some(at);
+        }
+    }
+
+    /// The host reads a register: every connect request whose deadline has passed is
+    /// sent again (or given up) first. A host waiting for its connection reads
+    /// `VI_RESULT` / `VI_STATE` in a loop, so the check needs no timer of its own: the
+    /// comparator looks at the card's cycle counter on each access, and a fault-free
+    /// run carries no pending timer event.
+    pub(crate) fn connect_deadlines(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        let now = io.now();
+        let due: Vec<u16> = self
+            .vis
+            .iter()
+            .filter(|v| v.connect_deadline.is_some_and(|d| d <= now))
+            .map(|v| v.num)
+            .collect();
+        for n in due {
+            self.connect_timed_out(n, io, ram);
+        }
+    }
+
+    /// VI `n`'s connect request got no answer in time: send it again, or after
+    /// `retx_limit` resends give up (`idle`, `VI_RESULT` TimedOut).
+    fn connect_timed_out(&mut self, n: u16, io: &mut Io, ram: &mut BufferRam) {
+        let limit = self.params.retx_limit;
+        let Some(v) = self.vis.get_mut(n) else {
+            return;
+        };
+        v.connect_deadline = None;
+        if v.state() != ViState::Requesting {
+            return;
+        }
+        if v.connect_tries >= limit {
+            v.connect_tries = 0;
+            self.stats.connect_timeouts += 1;
+            tracing::warn!(target: "nic::vi", vi = n, "connect request unanswered: given up");
+            self.set_vi_state(n, ViState::Idle, io, ram);
+            self.connect_result(n, CmdResult::TimedOut);
+            return;
+        }
+        v.connect_tries += 1;
+        let (mac, disc, rel) = (v.peer_mac, v.discriminator, v.reliability.raw());
+        self.stats.connect_requests_resent += 1;
+        tracing::debug!(target: "nic::vi", vi = n, "connect request sent again");
+        self.connect_frame(WireOp::ConnectRequest, mac, 0, n, (disc, rel), io);
+        self.arm_connect(n, io);
     }
 
     /// VI `n` timed out more than `retx_limit` times in a row: its oldest unfinished send

@@ -239,6 +239,7 @@ impl Engine {
         let (n, msg, seq, reliable, mark) = (m.vi, m.msg, m.last_seq, m.reliable, m.mark);
         if let Some(v) = self.vis.get_mut(n) {
             v.counters.messages_received += 1;
+            self.stats.messages_received += 1;
         }
         if reliable {
             self.message_settled(n, seq, true, msg, io);
