@@ -300,6 +300,11 @@ impl Engine {
         vi.fsm.set(to, io);
         tracing::debug!(target: "nic::vi", vi = n, from = from.name(), to = to.name(), "VI state");
         let broken = from == ViState::Connected && to != ViState::Connected;
+        if broken {
+            // Nothing more is resent on a broken connection.
+            vi.tx.deadline = None;
+            vi.tx.resend = None;
+        }
         if broken || to == ViState::Error {
             self.flush_vi(n, io, ram);
         }

@@ -43,7 +43,7 @@ impl Engine {
         let Some(v) = self.vis.get_mut(vi) else {
             return;
         };
-        if v.reliable() && v.tx.transmitted(seq) {
+        if v.reliable() && v.state() == ViState::Connected && v.tx.transmitted(seq) {
             self.arm_deadline(vi, io);
         }
     }
@@ -78,6 +78,8 @@ impl Engine {
 
     /// Makes sure the timer wakes at `at` or before.
     fn schedule_timer(&mut self, at: Time, io: &mut Io) {
+        // Never in the past: a deadline that has passed is served at the next edge.
+        let at = at.max(io.now());
         if let Some(gen) = self.retx.arm(at) {
             let period = io.my_domain().period();
             let n = super::fifo::cycles_until(io.now(), at, period);
@@ -122,7 +124,7 @@ impl Engine {
         let due: Vec<u16> = self
             .vis
             .iter()
-            .filter(|v| v.tx.deadline.is_some_and(|d| d <= now))
+            .filter(|v| v.state() == ViState::Connected && v.tx.deadline.is_some_and(|d| d <= now))
             .map(|v| v.num)
             .collect();
         let limit = self.params.retx_limit;
@@ -140,7 +142,12 @@ impl Engine {
                 Timeout::GiveUp => self.give_up(n, io, ram),
             }
         }
-        let next = self.vis.iter().filter_map(|v| v.tx.deadline).min();
+        let next = self
+            .vis
+            .iter()
+            .filter(|v| v.state() == ViState::Connected)
+            .filter_map(|v| v.tx.deadline)
+            .min();
         if let Some(at) = next {
             self.schedule_timer(at, io);
         }

@@ -33,6 +33,7 @@ use super::ids::SendId;
 use super::io::{span, Io};
 use super::unit::retx::TxWindow;
 use super::unit::send::{Fetch, SendCtx, SlotKind, TxRun, TxSlot};
+use super::unit::vi::ViState;
 use super::Engine;
 use gige_mac::BufferRam;
 use sim_kernel::Time;
@@ -135,6 +136,7 @@ impl Engine {
         }
         self.vis
             .iter()
+            .filter(|v| v.state() == ViState::Connected)
             .find_map(|v| v.tx.next_resend().map(|seq| (v.num, seq)))
     }
 
