@@ -232,28 +232,38 @@ pub fn run_pingpong_adjusted(
     if !wrong.is_empty() {
         return Err(RunError::WrongInputs(wrong));
     }
-    let mut take = |n: usize| -> Result<ProgramReport, RunError> {
-        match sys.cpu_mut(n).and_then(host_driver::HostCpu::take_outcome) {
-            Some(Ok(r)) => Ok(r),
-            Some(Err(e @ host_driver::ProgramError::DataMismatch { .. })) => {
-                Err(RunError::Corrupted {
-                    node: n,
-                    reason: e.to_string(),
-                    delivery: Box::new(Delivery::of(&sys, 1)),
-                })
-            }
-            Some(Err(e)) => Err(RunError::Program {
+    let outcomes: Vec<Option<host_driver::ProgramResult>> = (0..2)
+        .map(|n| sys.cpu_mut(n).and_then(host_driver::HostCpu::take_outcome))
+        .collect();
+    // The program that failed is the one to report (the other may still be waiting).
+    let failed = outcomes
+        .iter()
+        .position(|o| matches!(o, Some(Err(_))))
+        .or_else(|| outcomes.iter().position(Option::is_none));
+    if let Some(n) = failed {
+        return Err(match &outcomes[n] {
+            Some(Err(e @ host_driver::ProgramError::DataMismatch { .. })) => RunError::Corrupted {
                 node: n,
                 reason: e.to_string(),
-            }),
-            None => Err(RunError::Program {
+                delivery: Box::new(Delivery::of(&sys, 1)),
+            },
+            Some(Err(e)) => RunError::Program {
+                node: n,
+                reason: e.to_string(),
+            },
+            _ => RunError::Program {
                 node: n,
                 reason: "no outcome".into(),
-            }),
-        }
+            },
+        });
+    }
+    let mut reports = outcomes.into_iter().flatten().flatten();
+    let (Some(initiator), Some(responder)) = (reports.next(), reports.next()) else {
+        return Err(RunError::Program {
+            node: 0,
+            reason: "no outcome".into(),
+        });
     };
-    let initiator = take(0)?;
-    let responder = take(1)?;
     let one_way = Duration(initiator.mean_elapsed().0 / 2);
     Ok(PingPongRun {
         spec,
