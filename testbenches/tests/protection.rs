@@ -181,3 +181,98 @@ fn a_malformed_descriptor_is_refused_by_the_sending_card_and_sends_nothing() {
         );
     }
 }
+
+/// A frame for a VI that does not exist on the receiving card, and one for an existing
+/// VI but not from its peer, arrive in the middle of a ping-pong (put on node 1's wire
+/// as if sent by a third party with node 0's or another MAC): the card drops both and
+/// counts them, not one of their bytes lands, and the ping-pong on the connected VI goes
+/// on and delivers every one of its own bytes.
+#[test]
+fn frames_for_no_vi_or_from_a_stranger_land_nothing_and_the_run_goes_on() {
+    use gige_mac::{Frame, FrameId, FrameLimits, MacMsg, PortIndex};
+    use testbenches::system::{run_pingpong_adjusted, Op, PingPongSpec, RecvPost};
+    use via_abi::wire_header::{WireFlags, WireHeaderRepr, WireOp};
+    let cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+    let spec = PingPongSpec {
+        op: Op::RdmaWrite,
+        size: 64,
+        iterations: 6,
+        warmup: 1,
+        trace: false,
+        recv_post: RecvPost::Timed,
+    };
+    let rogue = |dst_vi: u16, src_mac: via_abi::MacAddr, k: u64| {
+        let h = WireHeaderRepr {
+            op: WireOp::RdmaWrite,
+            flags: WireFlags::FIRST | WireFlags::LAST,
+            dst_vi,
+            src_vi: 0,
+            seq: 0,
+            msg_len: 64,
+            frag_offset: 0,
+            frag_len: 64,
+            // Anywhere in the responder's first gigabyte of VA, with a made-up handle.
+            remote_va: 0x4000_0000,
+            remote_handle: via_abi::MemHandle(0x0000_0001),
+            immediate: 0,
+        };
+        let mut b =
+            nic_model::engine::frame::headers(src_mac, testbenches::system::node_mac(1), &h);
+        b.extend(vec![0xEE; 64]);
+        let bytes = gige_mac::frame::finish(b, FrameLimits::IEEE).expect("frame");
+        Frame::new(FrameId(900 + k), sim_kernel::MsgId(900 + k), bytes)
+    };
+    let stranger = via_abi::MacAddr([0x02, 0, 0, 0, 0, 0x77]);
+    let run = run_pingpong_adjusted(&cfg, spec, |sys| {
+        let mac = sys.nodes[1].mac_side;
+        for (k, frame) in [
+            rogue(9, testbenches::system::node_mac(0), 0),
+            rogue(0, stranger, 1),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let start = sim_kernel::Time(150_000_000 + 20_000_000 * k as u64);
+            let byte = Duration::from_ns(8);
+            let end = start + Duration(byte.0 * frame.len() as u64);
+            let rx = gige_mac::rx::RxFrame::new(frame, start, end, byte);
+            for (at, msg) in [
+                (
+                    start,
+                    MacMsg::RxStart {
+                        port: PortIndex(0),
+                        frame: rx.clone(),
+                    },
+                ),
+                (
+                    end,
+                    MacMsg::RxEnd {
+                        port: PortIndex(0),
+                        frame: rx,
+                    },
+                ),
+            ] {
+                sys.kernel.post(mac, at, testbenches::system::Msg::Mac(msg));
+            }
+        }
+    })
+    .expect("the ping-pong goes on");
+    let e1 = run.system.engine(1).expect("engine 1").stats();
+    // The same ping-pong without the two frames (its teardown's Disconnect may also
+    // find the VI gone).
+    let clean = testbenches::system::run_pingpong(&cfg, spec).expect("runs");
+    let c1 = clean.system.engine(1).expect("engine 1").stats();
+    assert_eq!(e1.rx_no_vi, c1.rx_no_vi + 1, "{e1:?}");
+    assert_eq!(e1.rx_not_connected, c1.rx_not_connected + 1, "{e1:?}");
+    assert_eq!(
+        e1.rdma_bytes_placed,
+        64 * 7,
+        "only the ping-pong's own bytes were placed"
+    );
+    assert_eq!(run.delivery.lost + run.delivery.corrupted, 0);
+    assert!(run
+        .responder
+        .iterations
+        .iter()
+        .all(|i| i.verified_bytes == 64));
+}

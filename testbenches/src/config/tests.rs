@@ -113,14 +113,14 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 102);
+    assert_eq!(flat.len(), 105);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
-    assert_eq!(flat[89], ("faults.link_down_for_us".into(), "0".into()));
-    assert_eq!(flat[91], ("faults.reorder".into(), "0.0".into()));
-    assert_eq!(flat[92], ("faults.reorder_hold_us".into(), "20".into()));
-    assert_eq!(flat[96], ("faults.att_flip_bit".into(), "0".into()));
-    assert_eq!(flat[97], ("faults.pci_abort".into(), "none".into()));
-    assert_eq!(flat[101], ("via.reliability".into(), "unreliable".into()));
+    assert_eq!(flat[92], ("faults.link_down_for_us".into(), "0".into()));
+    assert_eq!(flat[94], ("faults.reorder".into(), "0.0".into()));
+    assert_eq!(flat[95], ("faults.reorder_hold_us".into(), "20".into()));
+    assert_eq!(flat[99], ("faults.att_flip_bit".into(), "0".into()));
+    assert_eq!(flat[100], ("faults.pci_abort".into(), "none".into()));
+    assert_eq!(flat[104], ("via.reliability".into(), "unreliable".into()));
 }
 
 #[test]

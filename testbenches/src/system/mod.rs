@@ -7,16 +7,19 @@
 //! - [`run`]: run control (until the programs return; stall detection);
 //! - [`faults`]: what the injected faults did, per node (besides the wire's);
 //! - [`pingpong`]: the ping-pong testbench;
+//! - [`delivery`]: what became of a run's messages (lost, resent, dropped frames);
 //! - [`breakdown`]: tiling one message's latency with the trace spans.
 
 pub mod breakdown;
 pub mod build;
+pub mod delivery;
 pub mod faults;
 pub mod pingpong;
 pub mod run;
 pub mod world;
 
 pub use build::{node_mac, BuildError, NodeIds, System};
+pub use delivery::Delivery;
 pub use pingpong::{
     run_pingpong, run_pingpong_adjusted, Op, PingPongRun, PingPongSpec, RecvPost, RunError,
 };
