@@ -65,6 +65,10 @@ pub struct TraceArgs {
     /// nanosecond timestamps).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
+    /// Keep each frame's 4-byte FCS in the --pcap file (its link type says so, and
+    /// Wireshark shows the FCS as `eth.fcs`); without it the FCS is stripped.
+    #[arg(long, requires = "pcap")]
+    pub pcap_fcs: bool,
     /// Write every trace span of a traced run as Chrome trace-event JSON (open it in
     /// ui.perfetto.dev or chrome://tracing).
     #[arg(long, value_name = "FILE")]
@@ -282,7 +286,12 @@ fn write_traces(
     }
     if let Some(path) = &trace.pcap {
         let w = files::create("--pcap", path)?;
-        let n = pcap_out::write(w, &mut run.system)
+        let fcs = if trace.pcap_fcs {
+            gige_mac::pcap::FcsMode::Keep
+        } else {
+            gige_mac::pcap::FcsMode::Strip
+        };
+        let n = pcap_out::write(w, &mut run.system, fcs)
             .map_err(|e| files::write_error("--pcap", path, &e))?;
         tracing::info!(target: "hvia", path = %path.display(), frames = n, "pcap written");
         if n == 0 {

@@ -1,7 +1,8 @@
 //! `--pcap FILE`: the Ethernet frames of a run as each DP83820 sent them (its GMII
 //! transmitter's capture tap), merged in time order into one pcap file with nanosecond
 //! timestamps (the edge of each frame's first preamble byte), FCS stripped as Wireshark
-//! expects for link type Ethernet.
+//! expects for link type Ethernet, or kept with `--pcap-fcs` (the link type then says
+//! so).
 //!
 //! The taps record only when the system assembly turned capture on for a traced run;
 //! without it the file holds the pcap header and no frame, and the command warns.
@@ -35,9 +36,9 @@ fn captured(sys: &mut System) -> Vec<Captured> {
 ///
 /// # Errors
 /// The file cannot be written.
-pub(super) fn write(out: OutFile, sys: &mut System) -> io::Result<usize> {
+pub(super) fn write(out: OutFile, sys: &mut System, fcs: FcsMode) -> io::Result<usize> {
     let frames = captured(sys);
-    let mut w = PcapWriter::new(out, FcsMode::Strip).map_err(io::Error::other)?;
+    let mut w = PcapWriter::new(out, fcs).map_err(io::Error::other)?;
     for c in &frames {
         w.write_frame(c.at, c.frame.bytes())
             .map_err(io::Error::other)?;
