@@ -95,6 +95,17 @@ pub enum Command {
     /// plausible range) to the published figures; print the fitted values and each
     /// target's residual, and with --write, a config file with the values in.
     Calibrate(CalibrateArgs),
+    /// The catalogue of counters `--stats FILE` writes (pingpong, breakdown; dma writes
+    /// those of its bus): name, unit and description of each.
+    Stats(StatsArgs),
+}
+
+/// Options of `hvia stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Print every counter of the system, with its unit and description.
+    #[arg(long, required = true)]
+    pub list: bool,
 }
 
 /// Options of `hvia calibrate`.
@@ -189,6 +200,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
             &provenance(),
         )?),
         Some(Command::Presets) => Ok(Outcome::ok(presets(format)?)),
+        Some(Command::Stats(_)) => Ok(Outcome::ok(stats_list(&cfg, format)?)),
         // `--show` is required by clap, so it is the only thing `config` does.
         Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
@@ -267,6 +279,43 @@ fn presets(format: Format) -> Result<String, ConfigError> {
                 })
                 .collect::<Vec<_>>(),
         ),
+    }
+}
+
+/// `hvia stats --list`: the counters of the configured system.
+fn stats_list(cfg: &SystemConfig, format: Format) -> Result<String, ConfigError> {
+    let all = crate::stats::catalogue(cfg).map_err(|e| ConfigError::Serialize {
+        message: format!("the system cannot be built: {e}"),
+    })?;
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|c| vec![c.name.clone(), c.unit.to_owned(), c.description.to_owned()])
+        .collect();
+    match format {
+        Format::Table => Ok(aligned(&["NAME", "UNIT", "DESCRIPTION"], &rows)),
+        Format::Csv => Ok(csv(&["name", "unit", "description"], &rows)),
+        Format::Json => {
+            #[derive(serde::Serialize)]
+            struct Entry<'a> {
+                name: &'a str,
+                unit: &'a str,
+                description: &'a str,
+            }
+            #[derive(serde::Serialize)]
+            struct Doc<'a> {
+                counters: Vec<Entry<'a>>,
+            }
+            json(&Doc {
+                counters: all
+                    .iter()
+                    .map(|c| Entry {
+                        name: &c.name,
+                        unit: c.unit,
+                        description: c.description,
+                    })
+                    .collect(),
+            })
+        }
     }
 }
 

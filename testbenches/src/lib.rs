@@ -20,5 +20,6 @@ pub mod dma;
 pub mod layout;
 pub mod pingpong_cli;
 pub mod report;
+pub mod stats;
 pub mod system;
 pub mod validate;

@@ -77,6 +77,10 @@ pub struct TraceArgs {
     /// on a time line (breakdown); FILE ends in .svg or .png.
     #[arg(long, value_name = "FILE.svg|.png")]
     pub plot: Option<PathBuf>,
+    /// Write every component's counters (name, value, unit, description) as JSON or
+    /// CSV, by FILE's extension; `hvia stats --list` lists them.
+    #[arg(long, value_name = "FILE.json|.csv")]
+    pub stats: Option<PathBuf>,
 }
 
 impl TraceArgs {
@@ -336,6 +340,17 @@ pub fn run_pingpong(
         Ok(Err(outcome)) => return Ok(outcome),
         Err(e) => return Ok(write_failed("pingpong", &e)),
     };
+    if let Some(path) = &args.trace.stats {
+        let runs: Vec<(u32, Vec<crate::stats::Counter>)> = sweep
+            .results
+            .iter()
+            .map(|r| (r.size, r.counters.clone()))
+            .collect();
+        let first = runs.first().map(|(_, c)| c.clone()).unwrap_or_default();
+        if let Err(e) = files::write_stats(path, &first, Some(&runs)) {
+            return Ok(write_failed("pingpong", &e));
+        }
+    }
     if let (Some(path), Some(kind)) = (&args.trace.plot, plot) {
         if let Err(e) = plot::sweep(path, kind, &sweep, provenance) {
             return Ok(write_failed(
@@ -372,8 +387,16 @@ pub fn run_breakdown(
     let plot = files::check_outputs(&args.trace)?;
     let op = Op::from(args.op);
     fits(cfg, args.size, "--size")?;
-    let bd = match breakdown::measure(cfg, op, args.size) {
-        Ok(b) => b,
+    let bd = match breakdown::measure_run(cfg, op, args.size) {
+        Ok((b, run)) => {
+            if let Some(path) = &args.trace.stats {
+                let counters = crate::stats::of_system(&run.system);
+                if let Err(e) = files::write_stats(path, &counters, None) {
+                    return Ok(write_failed("breakdown", &e));
+                }
+            }
+            b
+        }
         Err(e) => return Ok(failed("breakdown", &format!("{} bytes", args.size), &e)),
     };
     let spec = PingPongSpec {

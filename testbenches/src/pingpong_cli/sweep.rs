@@ -33,6 +33,8 @@ pub struct SizeResult {
     pub events: u64,
     /// Simulated time the run reached \[ps\].
     pub simulated_ps: u64,
+    /// Every component's counters at the end of the run (`--stats`).
+    pub counters: Vec<crate::stats::Counter>,
 }
 
 /// A whole sweep.
@@ -75,6 +77,7 @@ fn one(cfg: &SystemConfig, spec: PingPongSpec) -> Result<SizeResult, RunError> {
         bandwidth_mb_s: run.bandwidth_mb_s(),
         events: run.stats.events,
         simulated_ps: run.stats.simulated.as_ps(),
+        counters: crate::stats::of_system(&run.system),
     })
 }
 
