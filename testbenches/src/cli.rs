@@ -17,7 +17,7 @@ use crate::report::{aligned, csv, Format};
 /// A cycle-accurate simulator of the HVIA-GE card (hardware VIA with RDMA write
 /// over gigabit Ethernet) and the system around it.
 #[derive(Debug, Parser)]
-#[command(name = "hvia", version)]
+#[command(name = "hvia", version = crate::runinfo::VERSION)]
 pub struct Cli {
     /// Options every subcommand takes.
     #[command(flatten)]
@@ -43,6 +43,11 @@ pub struct GlobalArgs {
     /// applied in order after the preset or file.
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// What-if sweep (pingpong, breakdown, dma, validate): run once per value of KEY,
+    /// e.g. `--sweep pci.system.clock_mhz=33,66`; repeatable: the grid of every
+    /// combination, in parallel, each point's overrides beside its results.
+    #[arg(long = "sweep", global = true, value_name = "KEY=V1,V2,...")]
+    pub sweeps: Vec<String>,
 }
 
 impl GlobalArgs {
@@ -168,6 +173,14 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     PingPong(#[from] PingPongError),
+    /// `--sweep`: malformed, not taken by the command, or a point's configuration is
+    /// invalid.
+    #[error("{message}")]
+    #[diagnostic(code(hvia::sweep))]
+    Sweep {
+        /// What is wrong, naming `--sweep` (or the option it does not go with).
+        message: String,
+    },
 }
 
 /// Runs the command `cli` describes. Bad input is an `Err` (the binary exits with 2).
@@ -175,10 +188,36 @@ pub enum CliError {
 /// # Errors
 /// Any [`CliError`]: of the configuration, or of a subcommand's options.
 pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
-    let format = cli.global.format;
+    let started = std::time::SystemTime::now();
     // Every command starts from the effective configuration, so bad input is reported
     // whatever the command.
     let cfg = cli.global.load_config()?;
+    if !cli.global.sweeps.is_empty() {
+        return crate::grid::run(cli, started);
+    }
+    let mut out = dispatch(cli, &cfg)?;
+    // Every report's JSON object carries the run's metadata.
+    let reports = matches!(
+        cli.command,
+        None | Some(
+            Command::Pingpong(_)
+                | Command::Breakdown(_)
+                | Command::Dma(_)
+                | Command::Validate
+                | Command::Calibrate(_)
+        )
+    );
+    if reports && cli.global.format == Format::Json && !out.stdout.is_empty() {
+        let info = crate::runinfo::RunInfo::new(&cfg, &Provenance::of(&cli.global), started);
+        out.stdout = info.insert_into(&out.stdout);
+    }
+    Ok(out)
+}
+
+/// Runs the command on the effective configuration `cfg`.
+fn dispatch(cli: &Cli, cfg: &SystemConfig) -> Result<Outcome, CliError> {
+    let format = cli.global.format;
+    let cfg = cfg.clone();
     let provenance = || Provenance::of(&cli.global);
     match &cli.command {
         None => Ok(crate::pingpong_cli::run_pingpong(

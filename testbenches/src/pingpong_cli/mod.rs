@@ -318,13 +318,10 @@ pub fn run_pingpong(
     let plot = files::check_outputs(&args.trace)?;
     let op = Op::from(args.op);
     let sizes = &args.sizes.0;
-    for &size in sizes {
-        fits(cfg, size, "--sizes")?;
-    }
     let recv_post = crate::system::RecvPost::from(args.recv_post);
-    let sweep = match sweep::run(cfg, op, sizes, args.iters, args.warmup, recv_post) {
+    let sweep = match compute(args, cfg)? {
         Ok(s) => s,
-        Err((size, e)) => return Ok(failed("pingpong", &format!("{size} bytes"), &e)),
+        Err(outcome) => return Ok(outcome),
     };
     let first = sizes.first().copied().unwrap_or(4);
     let spec = PingPongSpec {
@@ -359,19 +356,80 @@ pub fn run_pingpong(
             ));
         }
     }
-    let stdout = match format {
-        Format::Table => out::table(&sweep, provenance),
-        Format::Csv => out::csv_doc(&sweep),
-        Format::Json => out::json(&sweep, provenance).map_err(|e| PingPongError::Input {
-            option: "--format",
-            message: e.to_string(),
-        })?,
-    };
     Ok(Outcome {
-        stdout,
+        stdout: render(&sweep, format, provenance)?,
         stderr: warnings,
         status: 0,
     })
+}
+
+/// The size sweep of `hvia pingpong` on `cfg`, without its files: the sweep, or the
+/// outcome of a run that failed (status 1).
+///
+/// # Errors
+/// A size that does not fit the configured system (`--sizes`).
+pub fn compute(
+    args: &PingPongArgs,
+    cfg: &SystemConfig,
+) -> Result<Result<Sweep, Outcome>, PingPongError> {
+    let sizes = &args.sizes.0;
+    for &size in sizes {
+        fits(cfg, size, "--sizes")?;
+    }
+    let recv_post = crate::system::RecvPost::from(args.recv_post);
+    let op = Op::from(args.op);
+    Ok(
+        match sweep::run(cfg, op, sizes, args.iters, args.warmup, recv_post) {
+            Ok(s) => Ok(s),
+            Err((size, e)) => Err(failed("pingpong", &format!("{size} bytes"), &e)),
+        },
+    )
+}
+
+/// What `hvia pingpong` prints for `sweep` in `format`.
+///
+/// # Errors
+/// JSON serialisation failed (named as `--format`).
+pub fn render(
+    sweep: &Sweep,
+    format: Format,
+    provenance: &Provenance,
+) -> Result<String, PingPongError> {
+    Ok(match format {
+        Format::Table => out::table(sweep, provenance),
+        Format::Csv => out::csv_doc(sweep),
+        Format::Json => out::json(sweep, provenance).map_err(|e| PingPongError::Input {
+            option: "--format",
+            message: e.to_string(),
+        })?,
+    })
+}
+
+/// Checks the files `trace` names before a run (bad input names the option).
+///
+/// # Errors
+/// A file that cannot be written, two options naming one file, a bad plot or stats
+/// file name.
+pub fn check_files(trace: &TraceArgs) -> Result<(), PingPongError> {
+    files::check_outputs(trace).map(drop)
+}
+
+/// Draws the ping-pong sweeps of several what-if points into one plot (`--plot` with
+/// `--sweep`): one line per point, labelled with its overrides.
+///
+/// # Errors
+/// A bad file name (`--plot`), or the plot could not be written.
+pub fn plot_points(
+    path: &std::path::Path,
+    points: &[(String, Sweep)],
+    provenance: &Provenance,
+) -> Result<(), PingPongError> {
+    let kind = files::check_outputs(&TraceArgs {
+        plot: Some(path.to_path_buf()),
+        ..TraceArgs::default()
+    })?
+    .unwrap_or(files::PlotKind::Svg);
+    plot::points(path, kind, points, provenance).map_err(|e| files::write_error("--plot", path, &e))
 }
 
 /// Runs `hvia breakdown` and returns what to print.
