@@ -18,6 +18,14 @@ fn git(args: &[&str]) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
+/// Reruns the script when `path` changes (a path that does not exist is not watched:
+/// cargo would rerun the script on every build).
+fn watch(path: &std::path::Path) {
+    if path.exists() {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+}
+
 fn main() {
     println!("cargo:rerun-if-env-changed=HVIA_GIT_COMMIT");
     let commit = std::env::var("HVIA_GIT_COMMIT")
@@ -27,21 +35,15 @@ fn main() {
             let head = git(&["rev-parse", "--short=12", "HEAD"])?;
             // Rebuild when HEAD moves: watch HEAD, the branch ref and packed refs.
             if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-                println!(
-                    "cargo:rerun-if-changed={}",
-                    PathBuf::from(&dir).join("HEAD").display()
-                );
+                watch(&PathBuf::from(&dir).join("HEAD"));
             }
             if let (Some(common), Some(branch)) = (
                 git(&["rev-parse", "--git-common-dir"]),
                 git(&["symbolic-ref", "-q", "HEAD"]),
             ) {
                 let common = PathBuf::from(common);
-                println!("cargo:rerun-if-changed={}", common.join(&branch).display());
-                println!(
-                    "cargo:rerun-if-changed={}",
-                    common.join("packed-refs").display()
-                );
+                watch(&common.join(&branch));
+                watch(&common.join("packed-refs"));
             }
             Some(head)
         })
