@@ -100,9 +100,20 @@ pub enum Command {
     /// plausible range) to the published figures; print the fitted values and each
     /// target's residual, and with --write, a config file with the values in.
     Calibrate(CalibrateArgs),
+    /// Print a shell completion script for `hvia` (bash, zsh, fish, elvish,
+    /// powershell), e.g. `hvia completions bash > /etc/bash_completion.d/hvia`.
+    Completions(CompletionsArgs),
     /// The catalogue of counters `--stats FILE` writes (pingpong, breakdown; dma writes
     /// those of its bus): name, unit and description of each.
     Stats(StatsArgs),
+}
+
+/// Options of `hvia completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// Options of `hvia stats`.
@@ -124,13 +135,18 @@ pub struct CalibrateArgs {
     pub only: Vec<String>,
 }
 
-/// Options of `hvia config`.
+/// Options of `hvia config` (one of `--show`, `--diff`).
 #[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
 pub struct ConfigArgs {
     /// Print the effective configuration: TOML with each clock's period in picoseconds
     /// for `--format table`, a JSON object, or `key,value` CSV.
-    #[arg(long, required = true)]
+    #[arg(long)]
     pub show: bool,
+    /// Print what the configuration file and the --sets change against the preset (the
+    /// --preset given, else hvia-ge): key, the preset's value, the effective value.
+    #[arg(long)]
+    pub diff: bool,
 }
 
 /// What a run of `hvia` prints and how it exits.
@@ -240,8 +256,23 @@ fn dispatch(cli: &Cli, cfg: &SystemConfig) -> Result<Outcome, CliError> {
         )?),
         Some(Command::Presets) => Ok(Outcome::ok(presets(format)?)),
         Some(Command::Stats(_)) => Ok(Outcome::ok(stats_list(&cfg, format)?)),
-        // `--show` is required by clap, so it is the only thing `config` does.
+        // clap requires one of `--show` and `--diff`.
+        Some(Command::Config(a)) if a.diff => {
+            let against = cli.global.preset.as_deref().unwrap_or(DEFAULT_PRESET);
+            let base = SystemConfig::from_preset(against)?;
+            Ok(Outcome::ok(diff_config(&base, &cfg, against, format)?))
+        }
         Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
+        Some(Command::Completions(a)) => {
+            let mut out = Vec::new();
+            clap_complete::generate(
+                a.shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "hvia",
+                &mut out,
+            );
+            Ok(Outcome::ok(String::from_utf8_lossy(&out).into_owned()))
+        }
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
         Some(Command::Dma(args)) => Ok(crate::dma::run(args, format, &cfg)?),
         Some(Command::Calibrate(args)) => {
@@ -351,6 +382,57 @@ fn stats_list(cfg: &SystemConfig, format: Format) -> Result<String, ConfigError>
                         name: &c.name,
                         unit: c.unit,
                         description: c.description,
+                    })
+                    .collect(),
+            })
+        }
+    }
+}
+
+/// `hvia config --diff`: the keys whose values differ between `base` (the preset
+/// `against`) and `cfg`.
+fn diff_config(
+    base: &SystemConfig,
+    cfg: &SystemConfig,
+    against: &str,
+    format: Format,
+) -> Result<String, ConfigError> {
+    let before: std::collections::BTreeMap<String, String> = base.flatten()?.into_iter().collect();
+    let rows: Vec<Vec<String>> = cfg
+        .flatten()?
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let old = before.get(&k).cloned().unwrap_or_default();
+            (old != v).then(|| vec![k, old, v])
+        })
+        .collect();
+    match format {
+        Format::Table if rows.is_empty() => Ok(format!("no change against preset {against}\n")),
+        Format::Table => Ok(aligned(
+            &["KEY", &format!("PRESET {against}"), "EFFECTIVE"],
+            &rows,
+        )),
+        Format::Csv => Ok(csv(&["key", "preset", "value"], &rows)),
+        Format::Json => {
+            #[derive(serde::Serialize)]
+            struct Change<'a> {
+                key: &'a str,
+                preset: &'a str,
+                value: &'a str,
+            }
+            #[derive(serde::Serialize)]
+            struct Doc<'a> {
+                against: &'a str,
+                changes: Vec<Change<'a>>,
+            }
+            json(&Doc {
+                against,
+                changes: rows
+                    .iter()
+                    .map(|r| Change {
+                        key: &r[0],
+                        preset: &r[1],
+                        value: &r[2],
                     })
                     .collect(),
             })

@@ -403,7 +403,7 @@ mod tests;
 /// file's.
 ///
 /// # Errors
-/// An unknown preset, or a file that cannot be read (see [`read_config_file`]).
+/// An unknown preset, or a file that cannot be read (see `read_config_file`).
 pub fn source_text(source: &ConfigSource) -> Result<String, ConfigError> {
     match source {
         ConfigSource::Preset(name) => Ok(presets::find(name)?.text.to_owned()),

@@ -218,7 +218,7 @@ mod tests {
 pub struct Breakdown {
     /// The operation.
     pub op: super::Op,
-    /// Message size [bytes].
+    /// Message size \[bytes\].
     pub size_bytes: u32,
     /// When the message's trip began (the initiator's VipPostSend call).
     pub start: Time,
@@ -229,7 +229,7 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
-    /// `end - start` [ns]: the one-way latency of this message (the ping-pong report's
+    /// `end - start` \[ns\]: the one-way latency of this message (the ping-pong report's
     /// one-way latency is half a round trip; for RDMA write the two differ only by clock
     /// phases, for send/recv the round trip also holds the initiator's VipPostRecv for
     /// the pong, half of which is in the ping-pong's one-way figure and none in this).
