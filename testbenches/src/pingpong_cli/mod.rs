@@ -18,6 +18,7 @@ mod out;
 mod parse;
 mod pcap_out;
 mod perfetto;
+mod perfetto_flow;
 mod plot;
 mod sweep;
 mod vcd_out;
