@@ -5,7 +5,8 @@
 //! parallel (rayon): each size is an independent, deterministic simulation, so the result
 //! is the same as a serial run, and it is printed in size order. The trace options write
 //! files from one traced run (the first size of a sweep, or the broken-down message's
-//! run): `--perfetto` (Chrome trace-event JSON), `--vcd` (state machines), `--pcap` (the
+//! run): `--perfetto` (Chrome trace-event JSON), `--vcd` (state machines and PCI / GMII
+//! signals, `vcd_signals`), `--pcap` (the
 //! frames on the wire); `--plot` draws the sweep (or the breakdown) as SVG or PNG.
 //!
 //! Files: this one (options, the two commands), `parse` (option values), `sweep` (the
@@ -22,6 +23,7 @@ mod perfetto_flow;
 mod plot;
 mod sweep;
 mod vcd_out;
+mod vcd_signals;
 
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -58,10 +60,16 @@ impl From<OpArg> for Op {
 /// The trace and plot files of `pingpong` and `breakdown`.
 #[derive(Clone, Debug, Default, Args)]
 pub struct TraceArgs {
-    /// Write the state machines of a traced run as a VCD waveform (one string-valued
-    /// wire per component state machine, times in ps).
+    /// Write a traced run as a VCD waveform, times in ps: each component state machine
+    /// (a string wire) and the signals of both PCI buses of each node (CLK, FRAME#,
+    /// IRDY#, TRDY#, DEVSEL#, STOP#, AD, C/BE#, PAR, REQ#/GNT# per master) and of each
+    /// GMII (TX_EN, TXD, RX_DV, RXD).
     #[arg(long, value_name = "FILE")]
     pub vcd: Option<PathBuf>,
+    /// Keep only these scopes in the --vcd file, a comma-separated list of dotted
+    /// prefixes (e.g. `n0.pci.system,n1.gmii`, `n1.card`).
+    #[arg(long, value_name = "SCOPES", requires = "vcd", value_delimiter = ',')]
+    pub vcd_scope: Vec<String>,
     /// Write the Ethernet frames of a traced run as they left each DP83820 (pcap,
     /// nanosecond timestamps).
     #[arg(long, value_name = "FILE")]
@@ -225,6 +233,40 @@ impl Provenance {
     }
 }
 
+/// Checks each `--vcd-scope` against the scopes the file can have (the components'
+/// dotted names, each node's buses and GMII) before anything runs.
+fn check_vcd_scopes(cfg: &SystemConfig, trace: &TraceArgs) -> Result<(), PingPongError> {
+    if trace.vcd_scope.is_empty() {
+        return Ok(());
+    }
+    let sys = system::System::build(cfg, false).map_err(|e| PingPongError::Input {
+        option: "--vcd-scope",
+        message: format!("the system cannot be built: {e}"),
+    })?;
+    let mut known: Vec<String> = sys
+        .world
+        .iter()
+        .map(|(id, _)| sys.kernel.component_name(id).to_owned())
+        .collect();
+    known.extend((0..sys.nodes.len()).map(|n| format!("n{n}.gmii")));
+    for scope in &trace.vcd_scope {
+        let scope = scope.trim();
+        if scope.is_empty()
+            || !known
+                .iter()
+                .any(|k| vcd_out::in_scopes(k, &[scope.to_owned()]))
+        {
+            return Err(PingPongError::Input {
+                option: "--vcd-scope",
+                message: format!(
+                    "{scope:?} is not a scope of the waveform (e.g. n0.pci.system, n1.pci.local, n0.gmii, n1.card.engine)"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Checks that a ping-pong of `size` bytes fits the configured system (bad input if not).
 fn fits(cfg: &SystemConfig, size: u32, option: &'static str) -> Result<(), PingPongError> {
     crate::config::feasible::ping_pong_fits(cfg, size).map_err(|p| PingPongError::Input {
@@ -270,7 +312,13 @@ fn write_traces(
         return Ok(Ok(String::new()));
     }
     let what = format!("the traced run ({} bytes)", spec.size);
-    let mut run = match system::run_pingpong(cfg, spec) {
+    let signals = trace.vcd.is_some();
+    let run = system::pingpong::run_pingpong_adjusted(cfg, spec, |sys| {
+        if signals {
+            vcd_signals::enable(sys);
+        }
+    });
+    let mut run = match run {
         Ok(run) => run,
         Err(e) => return Ok(Err(failed(command, &what, &e))),
     };
@@ -282,9 +330,11 @@ fn write_traces(
             .map_err(|e| files::write_error("--perfetto", path, &e))?;
         tracing::info!(target: "hvia", path = %path.display(), events = n, "perfetto trace written");
     }
+    let frames = pcap_out::captured(&mut run.system);
     if let Some(path) = &trace.vcd {
         let mut w = files::create("--vcd", path)?;
-        let n = vcd_out::write(&mut w, &run.system)
+        let sig = vcd_signals::collect(&run.system, &frames);
+        let n = vcd_out::write(&mut w, &run.system, &sig, &trace.vcd_scope)
             .and_then(|n| w.finish().map(|()| n))
             .map_err(|e| files::write_error("--vcd", path, &e))?;
         tracing::info!(target: "hvia", path = %path.display(), wires = n, "vcd written");
@@ -296,8 +346,8 @@ fn write_traces(
         } else {
             gige_mac::pcap::FcsMode::Strip
         };
-        let n = pcap_out::write(w, &mut run.system, fcs)
-            .map_err(|e| files::write_error("--pcap", path, &e))?;
+        let n =
+            pcap_out::write(w, &frames, fcs).map_err(|e| files::write_error("--pcap", path, &e))?;
         tracing::info!(target: "hvia", path = %path.display(), frames = n, "pcap written");
         if n == 0 {
             warnings.push_str(pcap_out::NO_FRAMES_WARNING);
@@ -317,6 +367,7 @@ pub fn run_pingpong(
     provenance: &Provenance,
 ) -> Result<Outcome, PingPongError> {
     let plot = files::check_outputs(&args.trace)?;
+    check_vcd_scopes(cfg, &args.trace)?;
     let op = Op::from(args.op);
     let sizes = &args.sizes.0;
     let recv_post = crate::system::RecvPost::from(args.recv_post);
@@ -444,6 +495,7 @@ pub fn run_breakdown(
     provenance: &Provenance,
 ) -> Result<Outcome, PingPongError> {
     let plot = files::check_outputs(&args.trace)?;
+    check_vcd_scopes(cfg, &args.trace)?;
     let op = Op::from(args.op);
     fits(cfg, args.size, "--size")?;
     let bd = match breakdown::measure_run(cfg, op, args.size) {

@@ -21,7 +21,7 @@ pub(super) const NO_FRAMES_WARNING: &str =
 
 /// Takes every frame the DP83820 transmitters of `sys` captured, in time order (ties:
 /// node order).
-fn captured(sys: &mut System) -> Vec<Captured> {
+pub(super) fn captured(sys: &mut System) -> Vec<Captured> {
     let mut frames = Vec::new();
     for id in sys.nodes.clone() {
         if let Some(Comp::MacSide(_, mac)) = sys.world.get_mut(id.mac_side) {
@@ -36,10 +36,9 @@ fn captured(sys: &mut System) -> Vec<Captured> {
 ///
 /// # Errors
 /// The file cannot be written.
-pub(super) fn write(out: OutFile, sys: &mut System, fcs: FcsMode) -> io::Result<usize> {
-    let frames = captured(sys);
+pub(super) fn write(out: OutFile, frames: &[Captured], fcs: FcsMode) -> io::Result<usize> {
     let mut w = PcapWriter::new(out, fcs).map_err(io::Error::other)?;
-    for c in &frames {
+    for c in frames {
         w.write_frame(c.at, c.frame.bytes())
             .map_err(io::Error::other)?;
     }
