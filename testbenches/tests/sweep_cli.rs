@@ -139,7 +139,7 @@ fn sweeps_on_breakdown_dma_and_validate_in_every_format() {
         lines[1].starts_with("33,system,") && lines[2].starts_with("66,system,"),
         "{csv}"
     );
-    let table = ok(&["validate", "--sweep", "sim.seed=1,2"]);
+    let table = ok(&["dma", "--bytes", "4096", "--sweep", "sim.seed=1,2"]);
     assert!(
         table.contains("== what-if point 1/2: --set sim.seed=1"),
         "{table}"
@@ -148,6 +148,12 @@ fn sweeps_on_breakdown_dma_and_validate_in_every_format() {
         table.contains("== what-if point 2/2: --set sim.seed=2"),
         "{table}"
     );
+    // validate takes --sweep (a whole validation per point is too slow for a debug
+    // test: a bad point is refused before anything runs, naming it).
+    let o = hvia(&["validate", "--sweep", "pci.system.clock_mhz=33,900"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--sweep pci.system.clock_mhz=900"), "{err}");
 }
 
 #[test]
