@@ -160,6 +160,16 @@ fn a_payload_dma_write_carries_the_bytes_in_order() {
     assert!(w
         .id(&["hvia", "n1", "pci", "system", "REQ#_card_dma"])
         .is_some());
+    // The card SDRAM's table accesses.
+    let sdram = w
+        .id(&["hvia", "n1", "card", "sdram", "access"])
+        .expect("sdram wire");
+    let text = std::fs::read_to_string(&wave).expect("vcd");
+    let code = sdram.to_string();
+    assert!(
+        text.contains(&format!("satt_L1_read {code}\n")),
+        "an L1 read on n1's SDRAM"
+    );
     assert!(w
         .id(&["hvia", "n0", "pci", "local", "GNT#_dp83820"])
         .is_some());

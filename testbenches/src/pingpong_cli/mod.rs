@@ -248,7 +248,10 @@ fn check_vcd_scopes(cfg: &SystemConfig, trace: &TraceArgs) -> Result<(), PingPon
         .iter()
         .map(|(id, _)| sys.kernel.component_name(id).to_owned())
         .collect();
-    known.extend((0..sys.nodes.len()).map(|n| format!("n{n}.gmii")));
+    for n in 0..sys.nodes.len() {
+        known.push(format!("n{n}.gmii"));
+        known.push(format!("n{n}.card.sdram"));
+    }
     for scope in &trace.vcd_scope {
         let scope = scope.trim();
         if scope.is_empty()

@@ -4,8 +4,9 @@
 //! - the component state machines, from the trace's transitions: a `string` variable
 //!   per machine (dots within a machine's name become `_`) holding the state's name; its
 //!   value at time 0 is the state its first transition left;
-//! - the signals of both PCI buses of each node and of each GMII (`vcd_signals`):
-//!   `hvia.n0.pci.system.FRAME#`, `hvia.n1.gmii.RXD`, ...
+//! - the signals of both PCI buses of each node, of each GMII and the card SDRAM's
+//!   table accesses (`vcd_signals`): `hvia.n0.pci.system.FRAME#`, `hvia.n1.gmii.RXD`,
+//!   `hvia.n0.card.sdram.access`, ...
 //!
 //! `--vcd-scope` keeps only the wires under the listed scopes (`n0.pci.system,n1.gmii`).
 
@@ -131,11 +132,11 @@ pub(super) fn write(
                 initial.push((id, from));
             }
             Source::Signal(i) => {
-                let width = match sig.wires[*i].kind {
-                    Kind::Bit => 1,
-                    Kind::Vector(n) => n,
+                let id = match sig.wires[*i].kind {
+                    Kind::Bit => w.add_var(VarType::Wire, 1, name, None)?,
+                    Kind::Vector(n) => w.add_var(VarType::Wire, n, name, None)?,
+                    Kind::Text => w.add_var(VarType::String, 1, name, None)?,
                 };
-                let id = w.add_var(VarType::Wire, width, name, None)?;
                 signals.insert(*i, id);
             }
         }
@@ -181,6 +182,9 @@ pub(super) fn write(
             Change::Sig(Val::Z, Kind::Bit) => w.change_scalar(id, Value::Z)?,
             Change::Sig(Val::Num(v), Kind::Vector(_)) => w.change_vector(id, bits(v))?,
             Change::Sig(Val::Z, Kind::Vector(_)) => w.change_vector(id, [Value::Z])?,
+            Change::Sig(Val::Text(s), _) => w.change_string(id, &token(s))?,
+            Change::Sig(Val::Num(v), Kind::Text) => w.change_string(id, &v.to_string())?,
+            Change::Sig(Val::Z, Kind::Text) => w.change_string(id, "z")?,
         }
     }
     w.flush()?;

@@ -18,8 +18,11 @@
 //!   far node's `RX_DV` / `RXD`: the same bytes one PHY + cable + PHY delay later (the
 //!   `phy+cable+phy` span of the frame), wire faults not shown.
 //!
-//! The card's SDRAM and the FIFOs are not drawn as signals: the ATT accesses are in the
-//! `card.att` spans (Perfetto), and fill levels are not in the trace.
+//! - **SDRAM** (scope `nN.card.sdram`), from the ATT manager's spans: a string wire
+//!   `access` holding the table access in progress (`att_L1_read`, `att_L2_write`, ...)
+//!   or `idle`: access by access, not the SDRAM's ACTIVE / READ / PRECHARGE commands.
+//!
+//! FIFO fill levels are not drawn: they are not in the trace.
 
 use gige_mac::gmii::Captured;
 use pci_model::{PciBus, TenureEnd, TenureRecord};
@@ -33,6 +36,8 @@ pub(super) enum Kind {
     Bit,
     /// A vector of this many bits.
     Vector(u32),
+    /// A string (a name per value).
+    Text,
 }
 
 /// One signal: its scope path (`n0.pci.system`), name and type.
@@ -48,6 +53,7 @@ pub(super) struct Wire {
 pub(super) enum Val {
     Num(u64),
     Z,
+    Text(&'static str),
 }
 
 /// A value change at `t` ps of wire `wire`.
@@ -102,7 +108,28 @@ pub(super) fn collect(sys: &System, frames: &[Captured]) -> Signals {
         }
     }
     gmii(&mut s, sys, frames);
+    sdram(&mut s, sys);
     s
+}
+
+/// The ATT manager's table accesses, one string wire per card.
+fn sdram(s: &mut Signals, sys: &System) {
+    let k = &sys.kernel;
+    for (n, id) in sys.nodes.clone().iter().enumerate() {
+        let wire = s.wire(&format!("n{n}.card.sdram"), "access", Kind::Text);
+        s.set(0, wire, Val::Text("idle"));
+        let mut spans: Vec<_> = k
+            .trace()
+            .spans()
+            .iter()
+            .filter(|sp| sp.component == id.att)
+            .collect();
+        spans.sort_by_key(|sp| (sp.start, sp.end));
+        for sp in spans {
+            s.set(sp.start.as_ps(), wire, Val::Text(sp.stage));
+            s.set(sp.end.as_ps(), wire, Val::Text("idle"));
+        }
+    }
 }
 
 /// The clock `k` starts at.
