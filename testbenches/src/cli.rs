@@ -143,8 +143,9 @@ pub struct ConfigArgs {
     /// for `--format table`, a JSON object, or `key,value` CSV.
     #[arg(long)]
     pub show: bool,
-    /// Print what the configuration file and the --sets change against the preset (the
-    /// --preset given, else hvia-ge): key, the preset's value, the effective value.
+    /// Print what the --sets (and a --config file) change against the preset: the
+    /// --preset given, or the base a --config file extends, else hvia-ge; key, the
+    /// preset's value, the effective value.
     #[arg(long)]
     pub diff: bool,
 }
@@ -258,9 +259,8 @@ fn dispatch(cli: &Cli, cfg: &SystemConfig) -> Result<Outcome, CliError> {
         Some(Command::Stats(_)) => Ok(Outcome::ok(stats_list(&cfg, format)?)),
         // clap requires one of `--show` and `--diff`.
         Some(Command::Config(a)) if a.diff => {
-            let against = cli.global.preset.as_deref().unwrap_or(DEFAULT_PRESET);
-            let base = SystemConfig::from_preset(against)?;
-            Ok(Outcome::ok(diff_config(&base, &cfg, against, format)?))
+            let (against, base) = crate::config::diff_base(&cli.global.source())?;
+            Ok(Outcome::ok(diff_config(&base, &cfg, &against, format)?))
         }
         Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
         Some(Command::Completions(a)) => {

@@ -59,6 +59,26 @@ fn config_diff_lists_only_what_changes() {
         ok(&["config", "--diff"]),
         "no change against preset hvia-ge\n"
     );
+    // A file is compared with the base it extends.
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("diff-what-if.toml");
+    std::fs::write(
+        &file,
+        "extends = \"att-in-host\"\n[pci.system]\nclock_mhz = 66.0\n",
+    )
+    .expect("write");
+    let v: serde_json::Value = serde_json::from_str(&ok(&[
+        "--config",
+        file.to_str().unwrap(),
+        "config",
+        "--diff",
+        "--format",
+        "json",
+    ]))
+    .expect("JSON");
+    assert_eq!(v["against"], "att-in-host");
+    assert_eq!(v["changes"][0]["key"], "pci.system.clock_mhz");
+    assert_eq!(v["changes"].as_array().unwrap().len(), 1, "{v}");
     assert_eq!(hvia(&["config", "--diff", "--show"]).status.code(), Some(2));
     assert_eq!(hvia(&["config"]).status.code(), Some(2));
 }

@@ -411,6 +411,35 @@ pub fn source_text(source: &ConfigSource) -> Result<String, ConfigError> {
     }
 }
 
+/// What `hvia config --diff` compares a source against, with its name: the preset
+/// itself, or for a file the base it `extends` (a preset, or a `.toml` file next to
+/// it), else the default preset.
+///
+/// # Errors
+/// The file or its base cannot be read or is not a valid configuration.
+pub fn diff_base(source: &ConfigSource) -> Result<(String, SystemConfig), ConfigError> {
+    let default = || -> Result<(String, SystemConfig), ConfigError> {
+        Ok((
+            DEFAULT_PRESET.to_owned(),
+            SystemConfig::from_preset(DEFAULT_PRESET)?,
+        ))
+    };
+    match source {
+        ConfigSource::Preset(name) => Ok((name.clone(), SystemConfig::from_preset(name)?)),
+        ConfigSource::File(path) => {
+            let Some(base) = extends_of(&read_config_file(path)?) else {
+                return default();
+            };
+            if presets::find(&base).is_ok() {
+                return Ok((base.clone(), SystemConfig::from_preset(&base)?));
+            }
+            let file = path.parent().unwrap_or(Path::new(".")).join(&base);
+            let cfg = SystemConfig::load::<&str>(&ConfigSource::File(file.clone()), &[])?;
+            Ok((file.display().to_string(), cfg))
+        }
+    }
+}
+
 /// Largest configuration file read \[bytes\]: a whole configuration is a few KB, so
 /// anything larger (or a device such as `/dev/zero`) is refused before it is read.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
