@@ -158,6 +158,7 @@ impl Vipl {
         vi: u16,
         deadline: Option<Time>,
     ) -> VipResult<ConnectOutcome> {
+        let since = self.now();
         loop {
             let r = CmdResult::from_raw(self.mmio_read(bar::VI_RESULT).await?);
             match r {
@@ -189,10 +190,24 @@ impl Vipl {
             if deadline.is_some_and(|d| self.now() >= d) {
                 return Ok(ConnectOutcome::TimedOut);
             }
-            self.compute(self.cfg.costs.register_poll_delay).await;
+            if self.now().0.saturating_sub(since.0) >= CONNECT_SPIN.0 {
+                self.sleep(CONNECT_BACKOFF).await;
+            } else {
+                self.compute(self.cfg.costs.register_poll_delay).await;
+            }
         }
     }
 }
+
+/// How long a connection wait polls the card's registers back to back before it backs
+/// off. Assumption: a driver spins a little (a connection on a LAN is set up in tens of
+/// microseconds, 10 to 20 us in every preset) and then yields the CPU between polls
+/// rather than keep the bus busy while the card resends a lost request (1 ms apart).
+const CONNECT_SPIN: sim_kernel::Duration = sim_kernel::Duration::from_ns(100_000);
+
+/// The pause between two polls once the spin is over. Assumption: a scheduler tick
+/// fraction, short against the card's 1 ms connect retry.
+const CONNECT_BACKOFF: sim_kernel::Duration = sim_kernel::Duration::from_ns(10_000);
 
 /// Bits 31:0 of `v`.
 #[allow(clippy::cast_possible_truncation)]

@@ -205,3 +205,316 @@ fn the_receiver_drops_duplicates_and_gaps_and_asks_once_for_a_go_back() {
     assert_eq!(s.vi_state(1, 0), ViStateCode::Connected);
     assert!(s.engine(1).is_idle());
 }
+
+/// Two cards with retransmission on and VI 0 of each connected at `rel`.
+fn retx_connected(rel: Reliability) -> Sys {
+    use nic_model::engine::EngineParams;
+    let mut s = Sys::new(Config {
+        engine: EngineParams {
+            retransmit: true,
+            ..EngineParams::default()
+        },
+        ..Config::default()
+    });
+    for i in 0..2 {
+        s.create_vi(i, 0, PTAG, rel, true);
+    }
+    s.connect(0, 0, 0x100);
+    s
+}
+
+/// Posts one RDMA write of `len` bytes on VI 0 of node 0 (not run); returns its
+/// descriptor's address, the target region and the bytes node 1 must end with.
+fn post_big_write(s: &mut Sys, len: u64) -> (u64, Region, Vec<u8>) {
+    let desc = region(s, 0, 0x1000_0000, 4096, PTAG, false);
+    let src = region(s, 0, 0x3000_0000, len, PTAG, false);
+    let dst = region(s, 1, 0x5000_0000, len, PTAG, true);
+    let data: Vec<u8> = (0..len).map(|b| (b * 7 + 3) as u8).collect();
+    s.write_mem(0, src.va, &data);
+    let len32 = u32::try_from(len).unwrap();
+    let d = rdma_desc(dst.va, dst.h, &[(src.va, src.h, len32)], None);
+    s.post(0, 0, Queue::Send, desc.va, desc.h, &d);
+    (desc.va, dst, data)
+}
+
+/// Data frame numbers node 0 sent from index `from` of its frames on, in order.
+fn data_seqs(s: &Sys, from: usize) -> Vec<u32> {
+    sent_headers(s, 0)[from..]
+        .iter()
+        .filter(|h| matches!(h.op, WireOp::RdmaWrite | WireOp::Send))
+        .map(|h| h.seq)
+        .collect()
+}
+
+/// Runs a 10-frame RDMA write with node 0's frames `lost` (indices counted from its
+/// first data frame) lost on the wire; checks the message arrives byte-exact, once, and
+/// the send completes without error. Returns the system for further checks.
+fn lossy_write(lost: &[usize]) -> Sys {
+    let mut s = retx_connected(Reliability::ReliableDelivery);
+    let first = s.node(0).gec.sent.len();
+    for &k in lost {
+        s.w.store[0].gec.lose.insert(first + k);
+    }
+    let (desc, dst, data) = post_big_write(&mut s, 10 * 1460);
+    s.run();
+    let st = s.status(0, desc);
+    assert!(st.is_done() && !st.is_error(), "{st:?}");
+    assert!(
+        s.read_mem(1, dst.va, data.len()) == data,
+        "placed byte-exact"
+    );
+    let (e0, e1) = (s.engine(0).stats(), s.engine(1).stats());
+    assert_eq!((e0.bookkeeping_misses, e1.bookkeeping_misses), (0, 0));
+    assert_eq!(e1.rdma_bytes_placed, data.len() as u64, "every byte once");
+    let v1 = s.engine(1).vi(0).unwrap();
+    assert_eq!(v1.counters.messages_received, 1);
+    assert_eq!(s.engine(0).vi(0).unwrap().counters.sends_completed, 1);
+    assert_eq!(s.vi_state(0, 0), ViStateCode::Connected);
+    assert!(s.engine(0).is_idle() && s.engine(1).is_idle());
+    s
+}
+
+use via_abi::bar::ViStateCode;
+
+#[test]
+fn a_lost_middle_frame_is_resent_after_one_goback_nak() {
+    let s = lossy_write(&[3]);
+    let seqs = data_seqs(&s, 0);
+    let resent_from = seqs.iter().skip(4).position(|&q| q == 3).map(|p| p + 4);
+    let Some(p) = resent_from else {
+        panic!("frame 3 never resent: {seqs:?}");
+    };
+    assert_eq!(&seqs[..p], &(0..p as u32).collect::<Vec<_>>()[..]);
+    assert_eq!(
+        &seqs[p..],
+        &(3..10).collect::<Vec<_>>()[..],
+        "go back to 3 and send 3..9 again in order"
+    );
+    let (v0, v1) = (s.engine(0).vi(0).unwrap(), s.engine(1).vi(0).unwrap());
+    assert_eq!(v1.counters.goback_naks_sent, 1);
+    assert_eq!(v0.counters.goback_naks_received, 1);
+    assert_eq!(v0.counters.frames_resent, seqs.len() as u64 - 10);
+    assert_eq!(v0.counters.retx_timeouts, 0, "the Nak was enough");
+    assert_eq!(
+        v1.counters.rx_out_of_order + 1,
+        p as u64 - 3,
+        "every frame after the gap before the resend was dropped"
+    );
+}
+
+#[test]
+fn a_lost_first_frame_is_resent() {
+    let s = lossy_write(&[0]);
+    let seqs = data_seqs(&s, 0);
+    assert_eq!(seqs.iter().filter(|&&q| q == 0).count(), 2, "{seqs:?}");
+    assert_eq!(s.engine(0).vi(0).unwrap().counters.goback_naks_received, 1);
+}
+
+#[test]
+fn a_lost_last_frame_is_recovered_by_the_timer() {
+    let s = lossy_write(&[9]);
+    let v0 = s.engine(0).vi(0).unwrap();
+    assert_eq!(v0.counters.retx_timeouts, 1, "no later frame shows the gap");
+    assert_eq!(v0.counters.goback_naks_received, 0);
+    // No frame asked for an Ack before the last (a quarter of the 64-frame window), so
+    // the window base is still 0: go-back-N sends all ten again, and the receiver drops
+    // the nine it has.
+    let again: Vec<u32> = (0..10).collect();
+    assert_eq!(data_seqs(&s, 0)[10..], again[..]);
+    assert_eq!(s.engine(1).vi(0).unwrap().counters.rx_duplicates, 9);
+}
+
+#[test]
+fn a_lost_ack_makes_the_sender_resend_and_the_receiver_repeat_it() {
+    let mut s = retx_connected(Reliability::ReliableDelivery);
+    let ack = s.node(1).gec.sent.len();
+    s.w.store[1].gec.lose.insert(ack);
+    let (desc, dst, data) = post_big_write(&mut s, 3 * 1460);
+    s.run();
+    let st = s.status(0, desc);
+    assert!(st.is_done() && !st.is_error(), "{st:?}");
+    assert!(s.read_mem(1, dst.va, data.len()) == data);
+    let v1 = s.engine(1).vi(0).unwrap();
+    assert_eq!(v1.counters.rx_duplicates, 3, "the whole window came again");
+    assert_eq!(v1.counters.messages_received, 1, "placed once");
+    assert_eq!(s.engine(1).stats().rdma_bytes_placed, data.len() as u64);
+    assert_eq!(s.engine(0).vi(0).unwrap().counters.retx_timeouts, 1);
+    assert!(s.engine(0).is_idle() && s.engine(1).is_idle());
+}
+
+#[test]
+fn a_window_of_frames_flows_with_acks_on_request() {
+    use nic_model::engine::EngineParams;
+    let mut s = Sys::new(Config {
+        engine: EngineParams {
+            retransmit: true,
+            retx_window_frames: 8,
+            ..EngineParams::default()
+        },
+        ..Config::default()
+    });
+    for i in 0..2 {
+        s.create_vi(i, 0, PTAG, Reliability::ReliableDelivery, true);
+    }
+    s.connect(0, 0, 0x100);
+    let from = s.node(1).gec.sent.len();
+    let (desc, dst, data) = post_big_write(&mut s, 40 * 1460);
+    s.run();
+    assert!(s.status(0, desc).is_done() && !s.status(0, desc).is_error());
+    assert!(s.read_mem(1, dst.va, data.len()) == data);
+    let acks: Vec<u32> = sent_headers(&s, 1)[from..]
+        .iter()
+        .filter(|h| h.op == WireOp::Ack)
+        .map(|h| h.seq)
+        .collect();
+    // Every second frame asks (a quarter of 8): Acks of 1, 3, .., 37 and the message's
+    // 39 once placed.
+    let expect: Vec<u32> = (1..39).step_by(2).chain([39]).collect();
+    assert_eq!(acks, expect);
+}
+
+#[test]
+fn past_the_retry_limit_the_vi_breaks_with_a_transport_error() {
+    let mut s = retx_connected(Reliability::ReliableDelivery);
+    let first = s.node(0).gec.sent.len();
+    s.w.store[0].gec.lose.extend(first..first + 1000);
+    let (desc, _, _) = post_big_write(&mut s, 2 * 1460);
+    // A second send behind it is flushed when the VI breaks.
+    let d2 = region(&mut s, 0, 0x1100_0000, 4096, PTAG, false);
+    let src = region(&mut s, 0, 0x3100_0000, 64, PTAG, false);
+    let dst = region(&mut s, 1, 0x5100_0000, 64, PTAG, true);
+    s.post(
+        0,
+        0,
+        Queue::Send,
+        d2.va,
+        d2.h,
+        &rdma_desc(dst.va, dst.h, &[(src.va, src.h, 64)], None),
+    );
+    s.run();
+    let st = s.status(0, desc);
+    assert!(st.is_done(), "{st:?}");
+    assert!(st.contains(via_abi::Status::TRANSPORT_ERROR), "{st:?}");
+    let st2 = s.status(0, d2.va);
+    assert!(
+        st2.is_done() && st2.contains(via_abi::Status::FLUSHED),
+        "{st2:?}"
+    );
+    assert_eq!(s.vi_state(0, 0), ViStateCode::Error);
+    let e0 = s.engine(0).stats();
+    let limit = u64::from(nic_model::engine::EngineParams::default().retx_limit);
+    assert_eq!((e0.retx_timeouts, e0.retx_give_ups), (limit, 1));
+    assert_eq!(e0.bookkeeping_misses, 0);
+    assert!(s.engine(0).is_idle());
+}
+
+/// Lets `ns` of simulated time pass (an inert message to node 0's CPU stub).
+fn wait_ns(s: &mut Sys, ns: u64) {
+    let cpu = s.node(0).ids.cpu;
+    let at = s.k.now() + sim_kernel::Duration::from_ns(ns);
+    s.k.post(
+        cpu,
+        at,
+        Msg::Pci(pci_model::PciMsg::CpuReadData {
+            tag: 0,
+            data: Vec::new(),
+            status: pci_model::TxnStatus::Ok,
+        }),
+    );
+    s.run();
+}
+
+/// Node 0 asks to connect VI 0 to node 1's listening VI 0, with node 0's frames
+/// `lost_0` and node 1's frames `lost_1` (indices from now) lost; the host reads
+/// `VI_RESULT` every 0.5 ms, `reads` times. Returns the results read.
+fn connect_lossy(
+    s: &mut Sys,
+    lost_0: &[usize],
+    lost_1: &[usize],
+    reads: usize,
+) -> Vec<via_abi::bar::CmdResult> {
+    use via_abi::bar;
+    for (i, lost) in [(0, lost_0), (1, lost_1)] {
+        let base = s.node(i).gec.sent.len();
+        s.w.store[i].gec.lose.extend(lost.iter().map(|k| base + k));
+    }
+    s.write_reg(1, bar::VI_DISCRIMINATOR, 0x77);
+    s.vi_cmd(1, 0, bar::ViCmd::ConnectWait);
+    let m = mac(1).octets();
+    s.write_reg(
+        0,
+        bar::VI_PEER_MAC_LO,
+        u32::from_le_bytes([m[0], m[1], m[2], m[3]]),
+    );
+    s.write_reg(
+        0,
+        bar::VI_PEER_MAC_HI,
+        u32::from_le_bytes([m[4], m[5], 0, 0]),
+    );
+    s.write_reg(0, bar::VI_DISCRIMINATOR, 0x77);
+    s.write_reg(0, bar::VI_SEL, 0);
+    s.write_reg(0, bar::VI_CMD, bar::ViCmd::ConnectRequest.raw());
+    (0..reads)
+        .map(|_| {
+            wait_ns(s, 500_000);
+            bar::CmdResult::from_raw(s.read_reg(0, bar::VI_RESULT))
+        })
+        .collect()
+}
+
+#[test]
+fn a_lost_connect_request_or_accept_is_made_up() {
+    use via_abi::bar::CmdResult;
+    for (lost_0, lost_1, what) in [
+        (&[0usize][..], &[][..], "request lost"),
+        (&[][..], &[0usize][..], "accept lost"),
+        (
+            &[0, 1][..],
+            &[0][..],
+            "request, accept and the next request lost",
+        ),
+    ] {
+        let mut s = Sys::new(Config::default());
+        for i in 0..2 {
+            s.create_vi(i, 0, PTAG, Reliability::ReliableDelivery, true);
+        }
+        let results = connect_lossy(&mut s, lost_0, lost_1, 8);
+        assert_eq!(results.last(), Some(&CmdResult::Ok), "{what}: {results:?}");
+        assert_eq!(s.vi_state(0, 0), ViStateCode::Connected, "{what}");
+        assert_eq!(s.vi_state(1, 0), ViStateCode::Connected, "{what}");
+        let (e0, e1) = (s.engine(0).stats(), s.engine(1).stats());
+        assert!(e0.connect_requests_resent >= 1, "{what}: {e0:?}");
+        if !lost_1.is_empty() {
+            assert!(e1.connect_accepts_repeated >= 1, "{what}");
+        }
+        // The connection carries data afterwards.
+        let (descs, dst, data) = post_small_writes(&mut s, 1);
+        s.run();
+        assert!(s.status(0, descs[0]).is_done() && !s.status(0, descs[0]).is_error());
+        assert_eq!(s.read_mem(1, dst.va, data.len()), data, "{what}");
+    }
+}
+
+#[test]
+fn an_unanswered_connect_request_is_given_up_after_the_limit() {
+    use via_abi::bar::CmdResult;
+    let mut s = Sys::new(Config::default());
+    for i in 0..2 {
+        s.create_vi(i, 0, PTAG, Reliability::Unreliable, true);
+    }
+    let limit = usize::from(nic_model::engine::EngineParams::default().retx_limit);
+    let all: Vec<usize> = (0..100).collect();
+    let results = connect_lossy(&mut s, &all, &[], 2 * (limit + 2));
+    assert_eq!(results.last(), Some(&CmdResult::TimedOut), "{results:?}");
+    assert_eq!(s.vi_state(0, 0), ViStateCode::Idle);
+    let e0 = s.engine(0).stats();
+    assert_eq!(
+        (e0.connect_requests_resent, e0.connect_timeouts),
+        (limit as u64, 1)
+    );
+    assert_eq!(
+        s.node(0).gec.sent.len(),
+        limit + 1,
+        "the request and its resends"
+    );
+}

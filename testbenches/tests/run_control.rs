@@ -133,9 +133,11 @@ fn no_program_and_no_event_is_a_stall() {
 }
 
 #[test]
-fn a_connection_that_never_comes_is_a_stall_with_the_losses() {
+fn a_connection_that_never_comes_fails_the_connect_with_the_losses_counted() {
     // Frames longer than this MTU are dropped by the receiving MAC: the connection
-    // request never arrives and both programs read VI registers for ever.
+    // request never arrives; the card resends it `retx_limit` times and gives up
+    // (VI_RESULT TimedOut), and the initiator's connect attempts fail with VIP_TIMEOUT
+    // while the responder still waits: the run ends, never hangs.
     let mut sys = system(&["wire.mtu_bytes=60"]);
     let mut p = host_driver::programs::PingPongParams::new(4, 1, sys.macs[1]);
     p.wait_timeout = Timeout::Infinite;
@@ -150,13 +152,15 @@ fn a_connection_that_never_comes_is_a_stall_with_the_losses() {
         .unwrap()
         .load(move |v| host_driver::programs::rdma_pingpong_responder(v, q));
     sys.start();
-    let RunEnd::Stalled(stall) = sys.run_programs() else {
-        panic!("the run must stall");
-    };
-    assert_eq!(stall.reason, StallReason::NoProgress, "{stall}");
-    let text = stall.to_string();
-    assert!(text.contains("waiting for the VI to connect"), "{text}");
-    assert!(text.contains("frames received with errors"), "{text}");
+    let end = sys.run_programs();
+    assert!(matches!(end, RunEnd::ProgramFailed), "{end:?}");
+    match sys.cpu_mut(0).and_then(host_driver::HostCpu::take_outcome) {
+        Some(Err(e)) => assert!(e.to_string().contains("VIP_TIMEOUT"), "{e}"),
+        other => panic!("the initiator must fail: {other:?}"),
+    }
+    let m1 = sys.mac_side(1).unwrap().stats();
+    assert!(m1.rx_bad > 0, "the requests arrived too long: {m1:?}");
+    assert!(sys.engine(0).unwrap().stats().connect_timeouts >= 1);
 }
 
 /// A message of a kind its component does not take is a wiring bug: the component

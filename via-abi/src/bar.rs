@@ -230,6 +230,8 @@ pub enum CmdResult {
     Rejected,
     /// The command register held an unknown command.
     BadCommand,
+    /// The peer never answered (a connect request resent `retx_limit` times).
+    TimedOut,
     /// Anything else.
     Unknown(u32),
 }
@@ -247,6 +249,7 @@ impl CmdResult {
             5 => CmdResult::InvalidPtag,
             6 => CmdResult::Rejected,
             7 => CmdResult::BadCommand,
+            8 => CmdResult::TimedOut,
             other => CmdResult::Unknown(other),
         }
     }
@@ -263,6 +266,7 @@ impl CmdResult {
             CmdResult::InvalidPtag => 5,
             CmdResult::Rejected => 6,
             CmdResult::BadCommand => 7,
+            CmdResult::TimedOut => 8,
             CmdResult::Unknown(v) => v,
         }
     }

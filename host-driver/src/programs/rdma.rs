@@ -10,7 +10,7 @@
 //!   verify, record round trip
 //! ```
 
-use super::setup::{post_send_and_wait, setup, teardown, Endpoint, Role, RDMA_DESC};
+use super::setup::{post_iteration_send, setup, teardown, Endpoint, Role, RDMA_DESC};
 use super::{fill, pattern, verify, Direction, PingPongParams};
 use crate::ops::PollCond;
 use crate::program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
@@ -57,7 +57,15 @@ pub async fn rdma_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> Progr
             .await
             .call("store")?;
         let start = vipl.now();
-        post_send_and_wait(&mut vipl, ep.vi, ctl + RDMA_DESC, ctl_mh, p.wait_timeout).await?;
+        let last = i + 1 == p.total();
+        post_iteration_send(
+            &mut vipl,
+            ep.vi,
+            (ctl + RDMA_DESC, ctl_mh),
+            p.wait_timeout,
+            last,
+        )
+        .await?;
         vipl.poll_mem(
             flag_at,
             PollCond::ByteEquals(super::flag(i)),
@@ -127,7 +135,15 @@ pub async fn rdma_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> Progr
         fill(&vipl, src, &pattern(i, Direction::Pong, len), p.touch_data)
             .await
             .call("store")?;
-        post_send_and_wait(&mut vipl, ep.vi, ctl + RDMA_DESC, ctl_mh, p.wait_timeout).await?;
+        let last = i + 1 == p.total();
+        post_iteration_send(
+            &mut vipl,
+            ep.vi,
+            (ctl + RDMA_DESC, ctl_mh),
+            p.wait_timeout,
+            last,
+        )
+        .await?;
         report.iterations.push(IterationRecord {
             index: i,
             bytes: len,

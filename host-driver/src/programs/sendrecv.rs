@@ -30,7 +30,7 @@
 //! not depend on how many round trips are measured.
 
 use super::setup::{
-    post_send_and_wait, recv_wait, setup, teardown, Endpoint, Role, RECV_DESC, SEND_DESC,
+    checked, post_iteration_send, recv_wait, setup, teardown, Endpoint, Role, RECV_DESC, SEND_DESC,
 };
 use super::{fill, pattern, verify, Direction, PingPongParams};
 use crate::program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
@@ -97,7 +97,15 @@ pub async fn sendrecv_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> P
                 .await
                 .call("VipPostRecv")?;
         }
-        post_send_and_wait(&mut vipl, ep.vi, ctl + SEND_DESC, ctl_mh, p.wait_timeout).await?;
+        let last = i + 1 == p.total();
+        post_iteration_send(
+            &mut vipl,
+            ep.vi,
+            (ctl + SEND_DESC, ctl_mh),
+            p.wait_timeout,
+            last,
+        )
+        .await?;
         let c = recv_wait(&mut vipl, ep.vi, p.wait_timeout).await?;
         let end = vipl.now();
         check_len(&c, len)?;
@@ -121,6 +129,26 @@ pub async fn sendrecv_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> P
     teardown(&mut vipl, &ep).await;
     report.finished = vipl.now();
     Ok(report)
+}
+
+/// The responder's receive for the next ping, posted while the pong is on its way: off
+/// the round trip's critical path, long before the next ping can arrive. Timed as the
+/// paper timed VipPostRecv: between two gettimeofday calls, building the descriptor,
+/// posting it and ringing the doorbell.
+async fn post_next_recv(vipl: &mut Vipl, ep: &Endpoint) -> Result<(), ProgramError> {
+    let (ctl, ctl_mh) = ep.ctl;
+    let t0 = vipl.gettimeofday().await;
+    let (dst_va, dst_mh) = ep.dst;
+    let desc = recv_descriptor(vec![data_segment(dst_va, dst_mh, ep.len)]);
+    vipl.build_descriptor(ctl + RECV_DESC, &desc)
+        .await
+        .call("build")?;
+    vipl.vip_post_recv(ep.vi, ctl + RECV_DESC, ctl_mh)
+        .await
+        .call("VipPostRecv")?;
+    let t1 = vipl.gettimeofday().await;
+    vipl.record_span_between(POST_RECV_TIMED, t0, t1);
+    Ok(())
 }
 
 /// The responder of a send/receive ping-pong: one record per iteration (`start` when it
@@ -156,23 +184,39 @@ pub async fn sendrecv_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> P
         fill(&vipl, src, &pattern(i, Direction::Pong, len), p.touch_data)
             .await
             .call("store")?;
-        post_send_and_wait(&mut vipl, ep.vi, ctl + SEND_DESC, ctl_mh, p.wait_timeout).await?;
-        if i + 1 < p.total() {
-            // The receive for the next ping, posted while the pong is on its way: off
-            // the round trip's critical path, long before the next ping can arrive.
-            // Timed as the paper timed VipPostRecv: between two gettimeofday calls,
-            // building the descriptor, posting it and ringing the doorbell.
-            let t0 = vipl.gettimeofday().await;
-            let (dst_va, dst_mh) = ep.dst;
-            let desc = recv_descriptor(vec![data_segment(dst_va, dst_mh, len)]);
-            vipl.build_descriptor(ctl + RECV_DESC, &desc)
+        let last = i + 1 == p.total();
+        // On a reliable VI the pong's send completes only on the initiator's Ack, which
+        // may be lost (and made up by a resend after the card's timeout) while the next
+        // ping is already on its way: the receive for it goes in before the wait. On an
+        // unreliable VI the send completes as its frame leaves, long before the next
+        // ping, and the receive is posted after it (the paper's order).
+        let early = p.reliability != via_abi::bar::Reliability::Unreliable;
+        if early {
+            vipl.vip_post_send(ep.vi, ctl + SEND_DESC, ctl_mh)
                 .await
-                .call("build")?;
-            vipl.vip_post_recv(ep.vi, ctl + RECV_DESC, ctl_mh)
+                .call("VipPostSend")?;
+            if !last {
+                post_next_recv(&mut vipl, &ep).await?;
+            }
+            let c = vipl
+                .vip_send_wait(ep.vi, p.wait_timeout)
                 .await
-                .call("VipPostRecv")?;
-            let t1 = vipl.gettimeofday().await;
-            vipl.record_span_between(POST_RECV_TIMED, t0, t1);
+                .call("VipSendWait")?;
+            if !(last && c.status.errors() == via_abi::Status::FLUSHED) {
+                checked(c, "VipSendWait")?;
+            }
+        } else {
+            post_iteration_send(
+                &mut vipl,
+                ep.vi,
+                (ctl + SEND_DESC, ctl_mh),
+                p.wait_timeout,
+                last,
+            )
+            .await?;
+            if !last {
+                post_next_recv(&mut vipl, &ep).await?;
+            }
         }
         report.iterations.push(IterationRecord {
             index: i,

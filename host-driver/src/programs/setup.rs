@@ -103,6 +103,31 @@ pub async fn post_send_and_wait(
     checked(c, "VipSendWait")
 }
 
+/// [`post_send_and_wait`] for a ping-pong iteration; in the `last` one a send whose only
+/// error is `DESCRIPTOR_FLUSHED` is accepted. On a reliable VI a send completes on the
+/// peer's Ack, and the peer, done with its last iteration, may disconnect before that
+/// Ack gets through (a lost Ack is resent only on our timeout): its Disconnect breaks
+/// our VI and flushes the send, whose message the peer had already received.
+///
+/// # Errors
+/// As [`post_send_and_wait`].
+pub async fn post_iteration_send(
+    vipl: &mut Vipl,
+    vi: ViHandle,
+    (desc_va, mh): (u64, MemHandle),
+    timeout: Timeout,
+    last: bool,
+) -> Result<(), ProgramError> {
+    vipl.vip_post_send(vi, desc_va, mh)
+        .await
+        .call("VipPostSend")?;
+    let c = vipl.vip_send_wait(vi, timeout).await.call("VipSendWait")?;
+    if last && c.status.errors() == via_abi::Status::FLUSHED {
+        return Ok(());
+    }
+    checked(c, "VipSendWait").map(|_| ())
+}
+
 /// VipRecvWait for the next receive completion.
 ///
 /// # Errors

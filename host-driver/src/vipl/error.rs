@@ -125,7 +125,7 @@ impl VipError {
     pub fn from_cmd(r: CmdResult) -> VipResult<()> {
         match r {
             CmdResult::Ok => Ok(()),
-            CmdResult::Busy => Err(VipError::Timeout),
+            CmdResult::Busy | CmdResult::TimedOut => Err(VipError::Timeout),
             CmdResult::InvalidParameter => Err(VipError::InvalidParameter),
             CmdResult::NoResources | CmdResult::BadCommand | CmdResult::Unknown(_) => {
                 Err(VipError::ErrorResource)

@@ -8,8 +8,8 @@
 //! to `k`, so it completes every waiting send of the VI whose last fragment is at or
 //! before `k`, in posting order (a lost Ack is made up by the next); the VI's window base
 //! (`TxWindow::una`) moves to `k + 1`, and an older Ack is a repeat (`acks_duplicate`).
-//! There is no retransmission yet: a lost data frame is not recovered. An error Nak (or a
-//! failed transmission) moves a reliable VI to `error`.
+//! Lost frames are recovered by retransmission (`retx`). An error Nak (or a failed
+//! transmission) moves a reliable VI to `error`.
 //!
 //! **Order.** Descriptors of one work queue complete in posting order (VIA 1.0): a send
 //! that is ready waits for the earlier ones of its VI before its status is written.
@@ -45,7 +45,9 @@ impl Engine {
         };
         match s.stage() {
             SendStage::Sending { cut, acked } => {
-                let all_out = s.transmitted >= s.assigned && (s.assigned >= s.frags || cut);
+                let all_out = s.transmitted >= s.assigned
+                    && (s.assigned >= s.frags || cut)
+                    && s.resending == 0;
                 if !all_out {
                     return;
                 }
@@ -311,6 +313,7 @@ impl Engine {
             }
             covered.push(*id);
         }
+        self.window_moved(vi, io);
         for id in covered {
             let mut wait_over = false;
             if let Some(s) = self.send.ctxs.get_mut(&id) {

@@ -33,7 +33,7 @@ impl Engine {
         self.send.tx.queue_control(dst, hdr, payload, msg, io.now());
     }
 
-    fn connect_frame(
+    pub(crate) fn connect_frame(
         &mut self,
         op: WireOp,
         dst: MacAddr,
@@ -110,6 +110,7 @@ impl Engine {
                     Some(v) => {
                         v.peer_mac = mac;
                         v.discriminator = disc;
+                        v.connect_tries = 0;
                         v.connect_cmd = Some(seq);
                         v.reliability.raw()
                     }
@@ -117,6 +118,7 @@ impl Engine {
                 };
                 self.set_vi_state(n, ViState::Requesting, io, ram);
                 self.connect_frame(WireOp::ConnectRequest, mac, 0, n, (disc, rel), io);
+                self.arm_connect(n, io);
                 CmdResult::Busy
             }
             (ViCmd::ConnectWait, Some(ViState::Idle)) => {
@@ -159,7 +161,7 @@ impl Engine {
     }
 
     /// Sets `VI_RESULT` for an asynchronous command of VI `n` that has ended.
-    fn connect_result(&mut self, n: u16, result: CmdResult) {
+    pub(crate) fn connect_result(&mut self, n: u16, result: CmdResult) {
         let cmd = self.vis.get_mut(n).and_then(|v| v.connect_cmd.take());
         if cmd == Some(self.regs.vi_cmd_seq) {
             self.regs.vi_result = result;
@@ -215,7 +217,22 @@ impl Engine {
                     .vis
                     .iter()
                     .find(|v| v.state() == ViState::Listening && v.discriminator == disc);
-                if let Some(n) = listener.map(|v| v.num) {
+                // A request from the peer a VI is already connected to: its accept was
+                // lost, so the requester asks again; accept again.
+                let accepted = self
+                    .vis
+                    .iter()
+                    .find(|v| {
+                        v.state() == ViState::Connected
+                            && v.peer_mac == src
+                            && v.peer_vi == h.src_vi
+                            && v.discriminator == disc
+                    })
+                    .map(|v| (v.num, v.reliability.raw()));
+                if let Some((n, rel)) = accepted {
+                    self.stats.connect_accepts_repeated += 1;
+                    self.connect_frame(WireOp::ConnectAccept, src, h.src_vi, n, (disc, rel), io);
+                } else if let Some(n) = listener.map(|v| v.num) {
                     self.offer(n, p, io, ram);
                 } else if self.vis.pending.contains(&p) {
                     // A repeat of a request already kept.
@@ -241,6 +258,9 @@ impl Engine {
                 if !ok {
                     self.stats.rx_not_connected += 1;
                     return;
+                }
+                if let Some(v) = self.vis.get_mut(n) {
+                    v.connect_deadline = None;
                 }
                 if h.op == WireOp::ConnectAccept {
                     if let Some(v) = self.vis.get_mut(n) {

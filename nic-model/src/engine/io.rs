@@ -26,7 +26,7 @@
 //! outstanding-request table) is a status job.
 
 use super::ids::DmaTag;
-use super::ids::{MoverGen, RxId, SendId};
+use super::ids::{MoverGen, RetxGen, RxId, SendId};
 use super::params::EnginePorts;
 use crate::att::{AccessKind, RegionRequest};
 use crate::msg::{NicMsg, ReqId};
@@ -70,6 +70,11 @@ pub enum EngineWake {
     RxMover {
         /// Generation of the wake-up.
         gen: MoverGen,
+    },
+    /// The retransmission timer (stale generations are ignored).
+    Retx {
+        /// Generation of the wake-up.
+        gen: RetxGen,
     },
 }
 

@@ -60,7 +60,8 @@
 //! Steps of the dispatcher (`impl Engine`; import units and leaves, never each other):
 //! `regs`, `doorbell`, `connect` (VI commands, connection frames, VI state changes),
 //! `tx`, `txcheck`, `txdata`, `txmove` (send), `complete` (completion order, status
-//! writes, flushes), `rx`, `rxdata`, `recvdesc`, `rxdrain`, `rxerror` (receive).
+//! writes, flushes), `rx`, `rxdata`, `recvdesc`, `rxdrain`, `rxerror` (receive), `retx`
+//! (retransmission: go-back Naks, the timer, giving up, the receiver's Ack point).
 //! Unit tests of the paths through the sans-IO interface: `tests`.
 
 // Leaves: no engine imports but each other.
@@ -80,6 +81,7 @@ mod qlink;
 mod recvcheck;
 mod recvdesc;
 mod regs;
+mod retx;
 mod rx;
 mod rxdata;
 mod rxdrain;
@@ -111,6 +113,7 @@ use unit::doorbell::DoorbellUnit;
 use unit::outstanding::{AttFor, DmaFor, Outstanding};
 use unit::recv::RecvPath;
 use unit::regs::Regs;
+use unit::retx::RetxTimer;
 use unit::send::SendPath;
 use unit::vi::{Vi, ViTable};
 use via_abi::bar::CmdResult;
@@ -138,6 +141,8 @@ pub struct Engine {
     completion: Completion,
     /// Unit: the receive front end and the messages being received.
     recv: RecvPath,
+    /// Unit (retransmission): the one timer of every reliable VI's deadline.
+    retx: RetxTimer,
     /// The clock domains of the engine and the GEC, kept between messages for [`Io`].
     clocks: Option<(ClockDomain, ClockDomain)>,
 }
@@ -177,6 +182,7 @@ impl Engine {
             regs: Regs::default(),
             doorbells: DoorbellUnit::default(),
             completion: Completion::default(),
+            retx: RetxTimer::default(),
             clocks: None,
         })
     }
@@ -215,10 +221,17 @@ impl Engine {
         self.doorbells.fifo.len()
     }
 
-    /// Whether nothing is in flight: no doorbell, descriptor, frame, DMA or translation.
+    /// Whether nothing is in flight: no doorbell, descriptor, frame, DMA or translation,
+    /// and no connect request or unacknowledged frame waiting for its retransmission
+    /// deadline.
     #[must_use]
     pub fn is_idle(&self) -> bool {
-        self.doorbells.fifo.is_empty()
+        let deadlines = self
+            .vis
+            .iter()
+            .any(|v| v.connect_deadline.is_some() || v.tx.deadline.is_some());
+        !deadlines
+            && self.doorbells.fifo.is_empty()
             && self.send.ctxs.is_empty()
             && self.recv.front.cur.is_none()
             && self.recv.front.queue.is_empty()
@@ -270,7 +283,10 @@ impl Engine {
     pub fn handle_pci(&mut self, msg: PciMsg, io: &mut Io, ram: &mut BufferRam) {
         match msg {
             PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, io, ram),
-            PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, io),
+            PciMsg::TargetRead { tag, addr, len, .. } => {
+                self.connect_deadlines(io, ram);
+                self.target_read(tag, addr, len, io);
+            }
             PciMsg::DmaDone(done) => {
                 let Some(purpose) = self.outstanding.take_dma(DmaTag(done.tag)) else {
                     return self.bookkeeping_miss("DMA job of a completion");
@@ -343,6 +359,7 @@ impl Engine {
                 EngineWake::RecvCheckDecoded => self.recv_check_decoded(io, ram),
                 EngineWake::TxMover { gen } => self.tx_mover_woken(gen, io, ram),
                 EngineWake::RxMover { gen } => self.rx_mover_woken(gen, io, ram),
+                EngineWake::Retx { gen } => self.retx_woken(gen, io, ram),
             },
             other => {
                 self.stats.wrong_inputs += 1;

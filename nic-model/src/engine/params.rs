@@ -118,8 +118,7 @@ pub struct EngineParams {
     pub stepping: WordStepping,
     /// Reliable VIs recover lost or corrupted frames: go-back-N per VI, the resent
     /// fragments read again from host memory. `false`: a sequence gap or a failed
-    /// transmission breaks a reliable VI (TRANSPORT_ERROR). Default false until the
-    /// mechanism is complete; assumption (the paper publishes the reliability levels, not
+    /// transmission breaks a reliable VI (TRANSPORT_ERROR). Default true; assumption (the paper publishes the reliability levels, not
     /// how the card keeps them on a lossy link).
     pub retransmit: bool,
     /// Retransmission timeout \[cycles\]: from a reliable data frame's transmit
@@ -163,7 +162,7 @@ impl Default for EngineParams {
             max_pending_connects: 8,
             msg_id_base: MsgId(1),
             stepping: WordStepping::Batched,
-            retransmit: false,
+            retransmit: true,
             retx_timeout_cycles: Cycles(33_000),
             retx_limit: 7,
             retx_window_frames: 64,
@@ -262,7 +261,7 @@ mod tests {
     fn retransmission_defaults_and_ranges() {
         let d = EngineParams::default();
         assert_eq!(d.validate(), Ok(()));
-        assert!(!d.retransmit, "off until the mechanism is complete");
+        assert!(d.retransmit, "reliable VIs recover from loss");
         assert_eq!(
             (d.retx_timeout_cycles, d.retx_limit, d.retx_window_frames),
             (Cycles(33_000), 7, 64)

@@ -131,7 +131,18 @@ impl Engine {
                 self.control_received(h, src, &payload, io, ram);
                 self.rx_release(io);
             }
-            // Go-back naks are not sent or acted on yet: dropped like an unknown op.
+            WireOp::Nak if self.params.retransmit => {
+                if self.vis.is_peer(h.dst_vi, src, h.src_vi)
+                    && self.vis.get(h.dst_vi).is_some_and(|v| v.reliable())
+                {
+                    self.goback_nak_received(h.dst_vi, h.seq, io, ram);
+                } else {
+                    self.stats.rx_not_connected += 1;
+                }
+                self.rx_release(io);
+            }
+            // Without retransmission a go-back Nak means nothing: dropped like an
+            // unknown op.
             WireOp::Nak | WireOp::Unknown(_) => {
                 self.stats.rx_bad_op += 1;
                 self.rx_release(io);

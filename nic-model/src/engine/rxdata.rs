@@ -76,6 +76,7 @@ impl Engine {
                     // Already received: place nothing; a resend of a LAST or ACK_REQ
                     // frame means the sender lacks an Ack, so repeat the last one.
                     vi.counters.rx_duplicates += 1;
+                    self.stats.rx_duplicates += 1;
                     let again = h.flags.intersects(WireFlags::LAST | WireFlags::ACK_REQ);
                     let acked = vi.rxa.acked;
                     if again {
@@ -88,6 +89,7 @@ impl Engine {
                     // Frames before it were lost: drop it, ask once for a go-back; the
                     // message being received waits for the resent fragment.
                     vi.counters.rx_out_of_order += 1;
+                    self.stats.rx_out_of_order += 1;
                     let expected = vi.rx_seq;
                     if vi.rxa.gap(expected) {
                         self.send_goback_nak(n, expected, msg, io);
@@ -100,6 +102,7 @@ impl Engine {
         if h.seq != vi.rx_seq {
             tracing::warn!(target: "nic::rx", vi = n, expected = vi.rx_seq, got = h.seq, frag_offset = h.frag_offset, "frame out of sequence: its message fails");
             vi.counters.rx_sequence_errors += 1;
+            self.stats.rx_sequence_errors += 1;
             vi.rx_seq = h.seq.wrapping_add(1);
             self.rx_error(
                 n,
@@ -193,6 +196,9 @@ impl Engine {
         m.next_off += u64::from(h.frag_len);
         m.last_seq = h.seq;
         m.frame_taken(last);
+        if self.params.retransmit && reliable {
+            self.frame_accepted(n, h.seq, h.flags, msg, io);
+        }
         if let Some(w) = self.recv.front.cur.as_mut() {
             w.target = Some(id);
         }

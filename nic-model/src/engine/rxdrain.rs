@@ -221,10 +221,13 @@ impl Engine {
             return;
         }
         if m.is_failed() {
-            let n = m.vi;
+            let (n, last, reliable, msg) = (m.vi, m.last_seq, m.reliable, m.msg);
             let current = self.vis.get(n).is_some_and(|v| v.rx_cur == Some(id));
             if !current {
                 self.recv.msgs.remove(&id);
+            }
+            if reliable {
+                self.message_settled(n, last, false, msg, io);
             }
             return;
         }
@@ -236,9 +239,10 @@ impl Engine {
         let (n, msg, seq, reliable, mark) = (m.vi, m.msg, m.last_seq, m.reliable, m.mark);
         if let Some(v) = self.vis.get_mut(n) {
             v.counters.messages_received += 1;
+            self.stats.messages_received += 1;
         }
         if reliable {
-            self.send_ack(n, seq, Status::empty(), msg, io);
+            self.message_settled(n, seq, true, msg, io);
         }
         // May miss: the message was removed meanwhile (failed, its VI gone).
         let Some(m) = self.recv.msgs.get(&id) else {

@@ -91,6 +91,33 @@ pub struct EngineStats {
     /// Acks older than a VI's window base (repeats of what an earlier cumulative Ack
     /// covered; dropped).
     pub acks_duplicate: u64,
+    /// Messages received and placed completely, over all VIs.
+    pub messages_received: u64,
+    /// Data frames received again, over all VIs (reliable: dropped).
+    pub rx_duplicates: u64,
+    /// Data frames received after a gap, over all VIs (reliable: dropped until the
+    /// go-back).
+    pub rx_out_of_order: u64,
+    /// Data frames out of sequence on unreliable VIs, over all VIs (their message fails).
+    pub rx_sequence_errors: u64,
+    /// Data frames resent, over all VIs (a go-back after a Nak or a timeout).
+    pub frames_resent: u64,
+    /// Frames a go-back was to resend that no send held any more (their send had failed
+    /// and completed; traced).
+    pub resends_unavailable: u64,
+    /// Go-back Naks that asked for nothing new (stale, or already being resent).
+    pub goback_naks_ignored: u64,
+    /// Retransmission timeouts, over all VIs.
+    pub retx_timeouts: u64,
+    /// Connect requests sent again (no accept or reject came in time).
+    pub connect_requests_resent: u64,
+    /// Connect requests given up after `retx_limit` resends (`VI_RESULT` TimedOut).
+    pub connect_timeouts: u64,
+    /// Accepts sent again for a repeated request of the peer already connected.
+    pub connect_accepts_repeated: u64,
+    /// Connections given up after more than `retx_limit` timeouts in a row (the VI went
+    /// to `error`, its sends completed with a transport error or flushed).
+    pub retx_give_ups: u64,
     /// Transmit completions from the GEC for a TX slot not handed over (dropped, traced).
     pub tx_done_unexpected: u64,
     /// Answers of the ATT manager for no pending `ATT_CMD` (dropped, traced).
@@ -157,6 +184,12 @@ pub struct ViCounters {
     pub rx_out_of_order: u64,
     /// Go-back Naks sent (one per gap).
     pub goback_naks_sent: u64,
+    /// Go-back Naks received that started a go-back.
+    pub goback_naks_received: u64,
+    /// Data frames resent (a go-back after a Nak or a timeout).
+    pub frames_resent: u64,
+    /// Retransmission timeouts.
+    pub retx_timeouts: u64,
     /// Error bits of the last receive-side error (0 if none).
     pub last_rx_error: Status,
     /// Error bits of the last send completed in error (0 if none).

@@ -31,6 +31,7 @@ use super::fifo::Run;
 use super::frame::headers;
 use super::ids::SendId;
 use super::io::{span, Io};
+use super::unit::retx::TxWindow;
 use super::unit::send::{Fetch, SendCtx, SlotKind, TxRun, TxSlot};
 use super::Engine;
 use gige_mac::BufferRam;
@@ -95,7 +96,20 @@ impl Engine {
         if self.send.tx.fetch.is_some() {
             return false;
         }
-        let eligible = |s: &SendCtx| s.wants_slot();
+        if let Some((vi, seq)) = self.next_resend() {
+            self.assign_resend(vi, seq, i, ready, io);
+            return true;
+        }
+        let window = self.params.retx_window_frames;
+        let retransmit = self.params.retransmit;
+        let vis = &self.vis;
+        // A reliable VI with retransmission sends a new frame only inside its window.
+        let eligible = |s: &SendCtx| {
+            s.wants_slot()
+                && (!retransmit
+                    || !s.reliable
+                    || vis.get(s.vi).is_none_or(|v| v.tx.open(v.tx_seq, window)))
+        };
         let rr = self.send.tx.rr;
         let pick = self
             .send
@@ -113,9 +127,55 @@ impl Engine {
         true
     }
 
+    /// The first VI (lowest number) with a go-back under way, and the frame it resends
+    /// next.
+    fn next_resend(&self) -> Option<(u16, u32)> {
+        if !self.params.retransmit {
+            return None;
+        }
+        self.vis
+            .iter()
+            .find_map(|v| v.tx.next_resend().map(|seq| (v.num, seq)))
+    }
+
+    /// Gives TX slot `i` to the resend of frame `seq` of VI `vi` (the send holding it is
+    /// fetched again from host memory). A frame no send holds any more (its send failed
+    /// and completed) is skipped and counted.
+    fn assign_resend(&mut self, vi: u16, seq: u32, i: usize, ready: Time, io: &mut Io) {
+        let Some(v) = self.vis.get_mut(vi) else {
+            return self.bookkeeping_miss("VI of a resend");
+        };
+        let end = v.tx.resend.map_or(seq, |r| r.end);
+        v.tx.resent();
+        let found = v
+            .send_order
+            .iter()
+            .copied()
+            .find(|id| self.send.ctxs.get(id).is_some_and(|s| s.holds_sent(seq)));
+        // May miss: the send that held the frame failed and completed (its frames are
+        // not recoverable); counted, the receiver's gap ends the connection by timeout.
+        let Some(id) = found else {
+            self.stats.resends_unavailable += 1;
+            tracing::warn!(target: "nic::tx", vi, seq, "frame to resend belongs to no send");
+            return;
+        };
+        if let Some(v) = self.vis.get_mut(vi) {
+            v.counters.frames_resent += 1;
+        }
+        self.stats.frames_resent += 1;
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
+            return self.bookkeeping_miss("send context of a resend");
+        };
+        s.resend_started(io);
+        let frag = seq.wrapping_sub(s.first_seq);
+        // The last frame of the go-back asks for an Ack, so a receiver that has it
+        // already answers at once.
+        let ask = seq.wrapping_add(1) == end;
+        tracing::debug!(target: "nic::tx", id = %id, frag, seq, slot = i, "fragment resent");
+        self.fill_slot(id, frag, seq, Some(ask), i, ready, io);
+    }
+
     fn assign_fragment(&mut self, id: SendId, i: usize, ready: Time, io: &mut Io) {
-        let (mac, dst) = (self.params.mac, self.slot_addr(i));
-        let n = self.send.tx.slots.len();
         let Some(s) = self.send.ctxs.get_mut(&id) else {
             return self.bookkeeping_miss("send context given a TX slot");
         };
@@ -124,9 +184,6 @@ impl Engine {
             return;
         };
         let frag = s.assigned;
-        let per = u64::from(self.params.fragment_payload);
-        let off = u64::from(frag) * per;
-        let len = (s.len - off.min(s.len)).min(per);
         let last = frag + 1 >= s.frags;
         let seq = vi.tx_seq;
         vi.tx_seq = vi.tx_seq.wrapping_add(1);
@@ -141,14 +198,53 @@ impl Engine {
             s.last_seq = Some(seq);
         }
         s.assigned += 1;
-        let mut mark = s.frag_mark;
-        span(io, s.msg, "tx slot wait", &mut mark);
+        self.stats.data_frames_sent += 1;
+        self.fill_slot(id, frag, seq, None, i, ready, io);
+    }
+
+    /// Fills TX slot `i` with fragment `frag` (number `seq`) of send `id`: its headers,
+    /// then its payload fetched from host memory. `resend`: `Some(ask)` for a resend
+    /// (`ask`: set `ACK_REQ`), `None` for the first sending.
+    #[allow(clippy::too_many_arguments)]
+    fn fill_slot(
+        &mut self,
+        id: SendId,
+        frag: u32,
+        seq: u32,
+        resend: Option<bool>,
+        i: usize,
+        ready: Time,
+        io: &mut Io,
+    ) {
+        let (mac, dst) = (self.params.mac, self.slot_addr(i));
+        let n = self.send.tx.slots.len();
+        let ask_every = (self.params.retx_window_frames / 4).max(1);
+        let retransmit = self.params.retransmit;
+        let Some(s) = self.send.ctxs.get_mut(&id) else {
+            return self.bookkeeping_miss("send context of a TX slot being filled");
+        };
+        let per = u64::from(self.params.fragment_payload);
+        let off = u64::from(frag) * per;
+        let len = (s.len - off.min(s.len)).min(per);
+        let last = frag + 1 >= s.frags;
+        let mut mark = match resend {
+            None => s.frag_mark,
+            Some(_) => io.now(),
+        };
+        if resend.is_none() {
+            span(io, s.msg, "tx slot wait", &mut mark);
+        }
         let desc = s.desc.as_ref();
         let control = desc.map_or(Control::empty(), |d| d.control);
         let mut flags = WireFlags::empty();
         flags.set(WireFlags::FIRST, off == 0);
         flags.set(WireFlags::LAST, last);
         flags.set(WireFlags::IMMEDIATE, control.contains(Control::IMMEDIATE));
+        let ack_req = match resend {
+            Some(ask) => ask,
+            None => retransmit && s.reliable && TxWindow::asks_ack(seq, ask_every),
+        };
+        flags.set(WireFlags::ACK_REQ, ack_req && !last);
         let address = desc.and_then(|d| d.address);
         let hdr = WireHeaderRepr {
             op: if s.op == Op::RdmaWrite {
@@ -181,7 +277,11 @@ impl Engine {
         });
         self.send.tx.slots[i] = Some(TxSlot {
             msg: s.msg,
-            kind: SlotKind::Data { send: id },
+            kind: SlotKind::Data {
+                send: id,
+                seq,
+                resend: resend.is_some(),
+            },
             frame_len,
             runs: 1,
             dmas: 0,
@@ -199,12 +299,15 @@ impl Engine {
                 start: off,
                 end: off + len,
             });
-        } else if let Some(s) = self.send.ctxs.get_mut(&id) {
-            s.frag_mark = io.now();
+        } else if resend.is_none() {
+            if let Some(s) = self.send.ctxs.get_mut(&id) {
+                s.frag_mark = io.now();
+            }
         }
         self.send.tx.next_assign = (i + 1) % n;
-        self.stats.data_frames_sent += 1;
-        self.stats.payload_bytes_sent += len;
+        if resend.is_none() {
+            self.stats.payload_bytes_sent += len;
+        }
         tracing::trace!(target: "nic::tx", id = %id, frag, slot = i, len, seq, "fragment gets a TX slot");
     }
 }

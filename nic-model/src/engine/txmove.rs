@@ -110,7 +110,7 @@ impl Engine {
         });
         if !ok {
             self.stats.dma_failures += 1;
-            if let SlotKind::Data { send: id } = s.kind {
+            if let SlotKind::Data { send: id, .. } = s.kind {
                 if let Some(c) = self.send.ctxs.get_mut(&id) {
                     c.status |= Status::PROTECTION_ERROR;
                     c.cut();
@@ -208,7 +208,11 @@ impl Engine {
             let (msg, len, kind) = (s.msg, s.frame_len, s.kind);
             let mut mark = s.mark;
             match kind {
-                SlotKind::Data { send: id } => {
+                SlotKind::Data {
+                    send: id,
+                    resend: false,
+                    ..
+                } => {
                     if let Some(t) = s.last_dma {
                         span_to(io, msg, "payload DMA read", &mut mark, t);
                     }
@@ -217,6 +221,15 @@ impl Engine {
                     if let Some(c) = self.send.ctxs.get_mut(&id) {
                         c.mark = arrive;
                     }
+                }
+                // A resend's spans have names of their own: they overlap the send's
+                // wait for its Ack.
+                SlotKind::Data { resend: true, .. } => {
+                    if let Some(t) = s.last_dma {
+                        span_to(io, msg, "resend DMA read", &mut mark, t);
+                    }
+                    span(io, msg, "resend buffer fill", &mut mark);
+                    span_to(io, msg, "resend handoff", &mut mark, arrive);
                 }
                 SlotKind::Control => {
                     span(io, msg, "control frame build", &mut mark);
@@ -247,16 +260,30 @@ impl Engine {
         if !ok {
             self.stats.tx_failures += 1;
         }
-        if let SlotKind::Data { send: id } = s.kind {
+        if let SlotKind::Data {
+            send: id,
+            seq,
+            resend,
+        } = s.kind
+        {
+            let mut vi = None;
             if let Some(c) = self.send.ctxs.get_mut(&id) {
-                c.transmitted += 1;
+                vi = Some(c.vi);
+                if resend {
+                    c.resending = c.resending.saturating_sub(1);
+                } else {
+                    c.transmitted += 1;
+                }
                 if !ok {
                     c.status |= Status::TRANSPORT_ERROR;
                     c.cut();
                 }
-                if c.transmitted >= c.assigned {
+                if c.transmitted >= c.assigned && !resend {
                     c.mark = c.mark.max(io.now());
                 }
+            }
+            if let (Some(vi), true) = (vi, ok) {
+                self.frame_transmitted(vi, seq, io);
             }
             self.send_progress(id, io, ram);
         }

@@ -236,6 +236,15 @@ pub struct EngineConfig {
     pub send_fifo_bytes: u32,
     /// Recv FIFO size \[bytes\].
     pub recv_fifo_bytes: u32,
+    /// Reliable VIs: a sender's retransmission timeout, from its oldest unacknowledged
+    /// frame's transmission (or the last Ack that moved its window) \[cycles\].
+    pub retx_timeout_cycles: u32,
+    /// Reliable VIs: timeouts in a row, without an Ack that moved the window, after
+    /// which the connection is given up (the VI goes to `error`) \[timeouts\].
+    pub retx_limit: u8,
+    /// Reliable VIs: data frames a sender may have unacknowledged; every quarter of it
+    /// a frame asks the receiver for an Ack \[frames\].
+    pub retx_window_frames: u32,
 }
 
 /// `[card.buffers]`: the frame buffers in the FPGA's buffer RAM.

@@ -113,10 +113,10 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 91);
+    assert_eq!(flat.len(), 94);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
-    assert_eq!(flat[89], ("faults.link_down_for_us".into(), "0".into()));
-    assert_eq!(flat[90], ("via.reliability".into(), "unreliable".into()));
+    assert_eq!(flat[92], ("faults.link_down_for_us".into(), "0".into()));
+    assert_eq!(flat[93], ("via.reliability".into(), "unreliable".into()));
 }
 
 #[test]

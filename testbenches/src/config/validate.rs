@@ -173,6 +173,27 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
         1 << 20,
         "",
     )?;
+    in_range(
+        "card.engine.retx_timeout_cycles",
+        e.retx_timeout_cycles,
+        1_000,
+        33_000_000,
+        " (30 us to 1 s at 33 MHz)",
+    )?;
+    in_range(
+        "card.engine.retx_limit",
+        u32::from(e.retx_limit),
+        0,
+        255,
+        "",
+    )?;
+    in_range(
+        "card.engine.retx_window_frames",
+        e.retx_window_frames,
+        2,
+        4096,
+        "",
+    )?;
     let b = &cfg.card.buffers;
     in_range("card.buffers.tx_slots", b.tx_slots, 1, 256, "")?;
     in_range("card.buffers.rx_slots", b.rx_slots, 1, 256, "")?;

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::{Provenance, Sweep};
 use crate::report::{columns, csv};
+use crate::system::Delivery;
 
 /// The JSON object (contract keys first, then the additive ones).
 #[derive(Serialize)]
@@ -30,6 +31,9 @@ struct ResultJson {
     round_trip_ns: f64,
     events: u64,
     simulated_ps: u64,
+    /// What became of the messages (when the sweep shows it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivery: Option<Delivery>,
 }
 
 /// The `simulation` object shared with the other commands' JSON.
@@ -59,6 +63,7 @@ pub(super) fn json(sweep: &Sweep, prov: &Provenance) -> Result<String, serde_jso
                 round_trip_ns: r.round_trip_ns,
                 events: r.events,
                 simulated_ps: r.simulated_ps,
+                delivery: sweep.show_delivery.then(|| r.delivery.clone()),
             })
             .collect(),
         simulation: Simulation {
@@ -142,6 +147,16 @@ pub(super) fn table(sweep: &Sweep, prov: &Provenance) -> String {
     ));
     #[allow(clippy::cast_precision_loss)]
     let simulated_ms = sweep.simulated_ps as f64 / 1e9;
+    if sweep.show_delivery && sweep.results.iter().any(|r| r.delivery.eventful()) {
+        out.push_str("\nDelivery (both directions, the set-up exchange included):\n");
+        for r in sweep.results.iter().filter(|r| r.delivery.eventful()) {
+            out.push_str(&format!(
+                "{:>12}: {}\n",
+                size_words(r.size),
+                r.delivery.summary()
+            ));
+        }
+    }
     out.push_str(&format!(
         "\nSimulated {simulated_ms:.3} ms ({} events) in {:.2} s of host time.\n",
         sweep.events, sweep.wall_seconds

@@ -12,7 +12,8 @@ use std::io::IsTerminal;
 use std::time::Instant;
 
 use crate::config::SystemConfig;
-use crate::system::{run_pingpong, Op, PingPongSpec, RunError};
+use crate::config::ViaReliability;
+use crate::system::{run_pingpong, Delivery, Op, PingPongSpec, RunError};
 
 /// The result of one size.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,6 +34,8 @@ pub struct SizeResult {
     pub events: u64,
     /// Simulated time the run reached \[ps\].
     pub simulated_ps: u64,
+    /// What became of the run's messages.
+    pub delivery: Delivery,
     /// Every component's counters at the end of the run (`--stats`).
     pub counters: Vec<crate::stats::Counter>,
 }
@@ -54,6 +57,9 @@ pub struct Sweep {
     pub events: u64,
     /// Host time the sweep took, start to end \[s\].
     pub wall_seconds: f64,
+    /// Whether the output shows each size's delivery: faults are injected, the VIs are
+    /// reliable, or something other than clean delivery happened.
+    pub show_delivery: bool,
 }
 
 /// Runs one size.
@@ -78,6 +84,7 @@ fn one(cfg: &SystemConfig, spec: PingPongSpec) -> Result<SizeResult, RunError> {
         events: run.stats.events,
         simulated_ps: run.stats.simulated.as_ps(),
         counters: crate::stats::of_system(&run.system),
+        delivery: run.delivery,
     })
 }
 
@@ -138,7 +145,12 @@ pub fn run(
     for (i, r) in done {
         results.push(r.map_err(|e| (sizes[i], e))?);
     }
+    let faults_on = !(cfg.wire_fault_params(0).is_off() && cfg.wire_fault_params(1).is_off());
+    let show_delivery = faults_on
+        || cfg.via.reliability != ViaReliability::Unreliable
+        || results.iter().any(|r| r.delivery.eventful());
     Ok(Sweep {
+        show_delivery,
         op,
         iterations,
         warmup,

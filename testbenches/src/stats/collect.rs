@@ -344,6 +344,18 @@ pub(super) fn engine(out: &mut Vec<Counter>, prefix: &str, s: &EngineStats) {
         rx_not_connected: "frames", "received frames from another peer or for an unconnected VI (dropped)";
         acks_unmatched: "count", "Acks and Naks that match no send waiting for one (dropped)";
         acks_duplicate: "count", "Acks older than a VI's window base (dropped)";
+        messages_received: "count", "messages received and placed completely, over all VIs";
+        rx_duplicates: "frames", "data frames received again (reliable: dropped)";
+        rx_out_of_order: "frames", "data frames received after a gap (reliable: dropped until the go-back)";
+        rx_sequence_errors: "frames", "data frames out of sequence on unreliable VIs (their message fails)";
+        frames_resent: "frames", "data frames resent (a go-back after a Nak or a timeout)";
+        resends_unavailable: "frames", "frames a go-back was to resend that no send held any more";
+        goback_naks_ignored: "count", "go-back Naks that asked for nothing new";
+        retx_timeouts: "count", "retransmission timeouts, over all VIs";
+        connect_requests_resent: "count", "connect requests sent again (no answer in time)";
+        connect_timeouts: "count", "connect requests given up after retx_limit resends";
+        connect_accepts_repeated: "count", "accepts sent again for a repeated request";
+        retx_give_ups: "count", "connections given up after more than retx_limit timeouts in a row";
         tx_done_unexpected: "count", "transmit completions for a TX slot not handed over (dropped)";
         att_answers_unexpected: "count", "ATT manager answers for no pending ATT_CMD (dropped)";
         rdma_bytes_placed: "bytes", "RDMA-write payload bytes placed into host memory";
@@ -393,6 +405,18 @@ pub(super) const ENGINE_FIELDS: &[&str] = fields_of!(
     rx_not_connected,
     acks_unmatched,
     acks_duplicate,
+    messages_received,
+    rx_duplicates,
+    rx_out_of_order,
+    rx_sequence_errors,
+    frames_resent,
+    resends_unavailable,
+    goback_naks_ignored,
+    retx_timeouts,
+    connect_requests_resent,
+    connect_timeouts,
+    connect_accepts_repeated,
+    retx_give_ups,
     tx_done_unexpected,
     att_answers_unexpected,
     rdma_bytes_placed,

@@ -192,6 +192,9 @@ impl System {
                 send_fifo_bytes: Bytes(u64::from(ec.send_fifo_bytes)),
                 dma_chunk_bytes: Bytes(u64::from(cfg.pci.system.burst_bytes)),
                 recv_fifo_bytes: Bytes(u64::from(ec.recv_fifo_bytes)),
+                retx_timeout_cycles: Cycles(u64::from(ec.retx_timeout_cycles)),
+                retx_limit: ec.retx_limit,
+                retx_window_frames: ec.retx_window_frames,
                 stepping: match cfg.sim.stepping {
                     crate::config::SimStepping::Fast => nic_model::engine::WordStepping::Batched,
                     crate::config::SimStepping::Exact => nic_model::engine::WordStepping::PerWord,

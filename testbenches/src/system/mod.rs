@@ -6,15 +6,18 @@
 //! - [`build`]: wiring the components from the config;
 //! - [`run`]: run control (until the programs return; stall detection);
 //! - [`pingpong`]: the ping-pong testbench;
+//! - [`delivery`]: what became of a run's messages (lost, resent, dropped frames);
 //! - [`breakdown`]: tiling one message's latency with the trace spans.
 
 pub mod breakdown;
 pub mod build;
+pub mod delivery;
 pub mod pingpong;
 pub mod run;
 pub mod world;
 
 pub use build::{node_mac, BuildError, NodeIds, System};
+pub use delivery::Delivery;
 pub use pingpong::{
     run_pingpong, run_pingpong_adjusted, Op, PingPongRun, PingPongSpec, RecvPost, RunError,
 };

@@ -4,6 +4,7 @@
 //! size / one-way latency (MB = 10^6 bytes).
 
 use super::build::{BuildError, System};
+use super::delivery::Delivery;
 use super::run::{RunEnd, Stall};
 use crate::config::SystemConfig;
 use host_driver::programs::{
@@ -90,6 +91,27 @@ pub enum RunError {
     /// The run can never finish (see [`super::run`]).
     #[error("{0}")]
     Stalled(Stall),
+    /// A message was lost for good (unreliable VIs do not retransmit; a reliable one
+    /// whose connection broke): the programs wait for it, so the run stopped.
+    #[error("a message was lost and the ping-pong cannot go on ({}){}; {stall}", .delivery.summary(), if *.unreliable { ". Unreliable VIs do not retransmit; via.reliability=reliable-delivery recovers lost frames" } else { "" })]
+    Lost {
+        /// What became of the messages.
+        delivery: Box<Delivery>,
+        /// Whether the VIs were unreliable.
+        unreliable: bool,
+        /// Where the programs wait.
+        stall: Stall,
+    },
+    /// A host program found a message whose bytes differ from what was sent.
+    #[error("node {node} found corrupted data ({}): {reason}", .delivery.summary())]
+    Corrupted {
+        /// Which node.
+        node: usize,
+        /// What it said.
+        reason: String,
+        /// What became of the messages.
+        delivery: Box<Delivery>,
+    },
     /// A message was routed to a component of the wrong kind (a wiring bug).
     #[error("{0} messages were misrouted")]
     Misrouted(u64),
@@ -109,6 +131,8 @@ pub struct PingPongRun {
     pub initiator: ProgramReport,
     /// The responder's report.
     pub responder: ProgramReport,
+    /// What became of the messages (all delivered, unless faults were injected).
+    pub delivery: Delivery,
     /// Kernel statistics of the run.
     pub stats: RunStats,
     /// The system after the run (trace, component statistics).
@@ -189,7 +213,17 @@ pub fn run_pingpong_adjusted(
     sys.start();
     match sys.run_programs() {
         RunEnd::Finished | RunEnd::ProgramFailed => {}
-        RunEnd::Stalled(stall) => return Err(RunError::Stalled(stall)),
+        RunEnd::Stalled(stall) => {
+            let delivery = Delivery::of(&sys, 0);
+            if delivery.lost > 0 {
+                return Err(RunError::Lost {
+                    delivery: Box::new(delivery),
+                    unreliable: cfg.via.reliability == crate::config::ViaReliability::Unreliable,
+                    stall,
+                });
+            }
+            return Err(RunError::Stalled(stall));
+        }
     }
     if sys.world.misrouted() > 0 {
         return Err(RunError::Misrouted(sys.world.misrouted()));
@@ -201,6 +235,13 @@ pub fn run_pingpong_adjusted(
     let mut take = |n: usize| -> Result<ProgramReport, RunError> {
         match sys.cpu_mut(n).and_then(host_driver::HostCpu::take_outcome) {
             Some(Ok(r)) => Ok(r),
+            Some(Err(e @ host_driver::ProgramError::DataMismatch { .. })) => {
+                Err(RunError::Corrupted {
+                    node: n,
+                    reason: e.to_string(),
+                    delivery: Box::new(Delivery::of(&sys, 1)),
+                })
+            }
             Some(Err(e)) => Err(RunError::Program {
                 node: n,
                 reason: e.to_string(),
@@ -219,6 +260,7 @@ pub fn run_pingpong_adjusted(
         one_way,
         initiator,
         responder,
+        delivery: Delivery::of(&sys, 0),
         stats: sys.kernel.stats(),
         system: sys,
     })

@@ -8,9 +8,6 @@ pub(crate) mod doorbell;
 pub(crate) mod outstanding;
 pub(crate) mod recv;
 pub(crate) mod regs;
-// Wired into the send and receive paths one mechanism at a time (Acks, go-back, timer);
-// until the last of them, parts are used only by its own tests.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod retx;
 pub(crate) mod send;
 pub(crate) mod vi;

@@ -14,13 +14,14 @@
 //!   or a timeout resends `[e, tx_seq)` (the go-back cursor `resend`). Only positive Acks
 //!   move the window, so a lost final Ack is still recovered by the timer.
 //! * Receiver: the cumulative value it acknowledges is `rx_seq - 1`, held below a message
-//!   accepted but not yet placed (reliable reception); one go-back Nak per gap.
+//!   accepted but not yet placed; one go-back Nak per gap.
 //! * Timer: one kernel wake for all VIs' deadlines. Arming schedules a wake only if none
 //!   is pending or the pending one is later; a wake whose generation is not the pending
 //!   one is stale and ignored.
 
 use crate::engine::ids::RetxGen;
 use sim_kernel::Time;
+use std::collections::VecDeque;
 use via_abi::wire_header::seq_before;
 
 /// What a positive Ack did to the sender's window.
@@ -205,13 +206,13 @@ pub(crate) fn arrival(seq: u32, expected: u32) -> Arrival {
 }
 
 /// A reliable VI's receiver acknowledgement registers (one set per VI).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RxAck {
     /// The expected number a go-back Nak was sent for (one Nak per gap).
     pub nak_for: Option<u32>,
-    /// Reliable reception: the last frame of the oldest message accepted but not yet
-    /// placed; Acks stay below it.
-    pub hold: Option<u32>,
+    /// The last frames of the messages accepted but not yet placed, oldest first: Acks
+    /// stay below the oldest (a send completes only once its message is placed).
+    pub unplaced: VecDeque<u32>,
     /// The last cumulative value acknowledged.
     pub acked: u32,
 }
@@ -221,7 +222,7 @@ impl Default for RxAck {
     fn default() -> Self {
         Self {
             nak_for: None,
-            hold: None,
+            unplaced: VecDeque::new(),
             acked: u32::MAX,
         }
     }
@@ -229,13 +230,18 @@ impl Default for RxAck {
 
 impl RxAck {
     /// The cumulative value to acknowledge when `rx_seq` is the next frame expected:
-    /// `rx_seq - 1`, kept below a held message.
+    /// `rx_seq - 1`, kept below the oldest message not placed yet.
     pub fn cumulative(&self, rx_seq: u32) -> u32 {
         let cum = rx_seq.wrapping_sub(1);
-        match self.hold {
-            Some(h) if !seq_before(cum, h) => h.wrapping_sub(1),
+        match self.unplaced.front() {
+            Some(&h) if !seq_before(cum, h) => h.wrapping_sub(1),
             _ => cum,
         }
+    }
+
+    /// The message whose last frame is `last` was placed (or failed): Acks may cover it.
+    pub fn placed(&mut self, last: u32) {
+        self.unplaced.retain(|&s| s != last);
     }
 
     /// The Ack to send for cumulative value `cum`, if any: none when it acknowledges
@@ -466,13 +472,15 @@ mod tests {
         assert_eq!(r.cumulative(0), u32::MAX, "nothing received");
         assert_eq!(r.ack_due(r.cumulative(0), false), None, "nothing new");
         assert_eq!(r.cumulative(8), 7);
-        r.hold = Some(5);
+        r.unplaced.extend([5, 6]);
         assert_eq!(r.cumulative(8), 4, "frames 5.. wait for placement");
         assert_eq!(r.cumulative(3), 2, "the hold is ahead: no clamp");
+        r.placed(5);
+        assert_eq!(r.cumulative(8), 5, "the next message still waits");
         assert_eq!(r.ack_due(4, false), Some(4));
         assert_eq!(r.ack_due(4, false), None, "already acknowledged");
         assert_eq!(r.ack_due(4, true), Some(4), "answers a duplicate");
-        r.hold = None;
+        r.placed(6);
         assert_eq!(r.ack_due(r.cumulative(8), false), Some(7));
     }
 

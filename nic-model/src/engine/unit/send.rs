@@ -127,9 +127,12 @@ pub(crate) struct SendCtx {
     /// Message length \[bytes\].
     pub len: u64,
     pub frags: u32,
-    /// Fragments given a TX slot / handed over and transmitted.
+    /// Fragments given a TX slot / handed over and transmitted (first sendings only).
     pub assigned: u32,
     pub transmitted: u32,
+    /// Resent fragments given a TX slot whose transmission is not reported yet (the send
+    /// cannot complete while the engine still reads its buffers).
+    pub resending: u32,
     pub first_seq: u32,
     pub last_seq: Option<u32>,
     /// The VI's reliability level asks for an Ack of the last fragment.
@@ -188,6 +191,7 @@ impl SendCtx {
             frags: 0,
             assigned: 0,
             transmitted: 0,
+            resending: 0,
             first_seq: 0,
             last_seq: None,
             reliable: st.reliable,
@@ -283,6 +287,27 @@ impl SendCtx {
             && self.last_seq.is_some_and(|l| !seq_before(k, l))
     }
 
+    /// Whether frame `seq` is one of this send's fragments that has been sent, so it can
+    /// be resent (the send is not done yet).
+    pub fn holds_sent(&self, seq: u32) -> bool {
+        matches!(self.stage, SendStage::Sending { .. } | SendStage::AwaitAck)
+            && seq.wrapping_sub(self.first_seq) < self.assigned
+    }
+
+    /// A fragment of it is being resent: a send waiting for its Ack is sending again.
+    pub fn resend_started<T: TransitionSink + ?Sized>(&mut self, sink: &mut T) {
+        self.resending += 1;
+        if self.stage == SendStage::AwaitAck {
+            self.set_stage(
+                SendStage::Sending {
+                    cut: false,
+                    acked: false,
+                },
+                sink,
+            );
+        }
+    }
+
     /// Whether an error Nak for fragment `seq` belongs to this send (a fragment of it
     /// has been given a slot and it is not done yet).
     pub fn awaits_ack_for(&self, seq: u32) -> bool {
@@ -306,8 +331,13 @@ pub(crate) const STATUS_OFFSET: u64 = control_segment::field::STATUS.start as u6
 /// What a TX slot holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SlotKind {
-    /// A fragment of send context `io`.
-    Data { send: SendId },
+    /// Fragment `seq` (its sequence number) of send context `send`; `resend`: sent again
+    /// (a go-back), not counted as a first sending.
+    Data {
+        send: SendId,
+        seq: u32,
+        resend: bool,
+    },
     /// A control frame.
     Control,
 }

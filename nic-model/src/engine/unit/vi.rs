@@ -20,7 +20,7 @@ use super::recv::RecvDesc;
 use super::retx::{RxAck, TxWindow};
 use crate::engine::ids::{RxId, SendId, ViCmdSeq};
 use crate::engine::stats::{ViCounters, ViInfo};
-use sim_kernel::{Fsm, MsgId, StateName};
+use sim_kernel::{Fsm, MsgId, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::bar::{Reliability, ViStateCode};
 use via_abi::{MacAddr, MemHandle, ProtectionTag};
@@ -105,6 +105,10 @@ pub(crate) struct Vi {
     pub rx_cur: Option<RxId>,
     /// The VI command waiting for this VI's connection (its `VI_RESULT`).
     pub connect_cmd: Option<ViCmdSeq>,
+    /// Requesting: when the connect request is sent again if no answer came.
+    pub connect_deadline: Option<Time>,
+    /// Requesting: connect requests sent again so far.
+    pub connect_tries: u8,
     pub counters: ViCounters,
 }
 
@@ -129,6 +133,8 @@ impl Vi {
             tx_active: None,
             rx_cur: None,
             connect_cmd: None,
+            connect_deadline: None,
+            connect_tries: 0,
             counters: ViCounters::default(),
         }
     }
