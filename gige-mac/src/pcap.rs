@@ -12,7 +12,7 @@
 //! | 8..12 | thiszone (GMT offset) | 0 |
 //! | 12..16 | sigfigs | 0 |
 //! | 16..20 | snaplen | 65535 |
-//! | 20..24 | network (link type) | 1, Ethernet |
+//! | 20..24 | network (link type) | 1, Ethernet; with [`FcsMode::Keep`] 0x2400_0001: bit 26 says an FCS length is given, bits 31:28 give it in 16-bit words (2: 4 bytes) |
 //!
 //! | bytes | record header field | meaning |
 //! |---|---|---|
@@ -24,8 +24,8 @@
 //! Frames are written from the destination address on (no preamble, no SFD). The FCS is
 //! stripped by default ([`FcsMode::Strip`]): for link type 1 Wireshark assumes frames carry
 //! no FCS unless told otherwise, and would show the 4 FCS bytes as trailer. Keep it
-//! ([`FcsMode::Keep`]) to inspect FCS values, with Wireshark's "assume packets have FCS"
-//! option on. Timestamps are what the caller passes; [`crate::gmii::Captured`] gives the
+//! ([`FcsMode::Keep`]) to inspect FCS values: the link type then carries the FCS length
+//! (the pcap format's FCS bits), which Wireshark reads, showing `eth.fcs`. Timestamps are what the caller passes; [`crate::gmii::Captured`] gives the
 //! edge of a frame's first preamble byte at its transmitter.
 
 use sim_kernel::Time;
@@ -36,6 +36,9 @@ use via_abi::ethernet::FCS_LEN;
 pub const MAGIC_NANOS: u32 = 0xA1B2_3C4D;
 /// Link type of Ethernet (LINKTYPE_ETHERNET).
 pub const LINKTYPE_ETHERNET: u32 = 1;
+/// Link-type bits that say every frame ends in a 4-byte FCS: bit 26 (an FCS length is
+/// given) and bits 31:28 = 2 (the length in 16-bit words).
+pub const LINKTYPE_FCS_4: u32 = 0x0400_0000 | (2 << 28);
 /// Largest number of bytes stored per record.
 pub const SNAPLEN: u32 = 65_535;
 /// Length of the global header \[bytes\].
@@ -69,13 +72,24 @@ pub enum PcapError {
 /// The 24-byte global header.
 #[must_use]
 pub fn global_header() -> [u8; GLOBAL_HEADER_LEN] {
+    global_header_with(FcsMode::Strip)
+}
+
+/// The 24-byte global header for frames written in `fcs` mode (the link type says
+/// whether they end in an FCS).
+#[must_use]
+pub fn global_header_with(fcs: FcsMode) -> [u8; GLOBAL_HEADER_LEN] {
+    let network = match fcs {
+        FcsMode::Strip => LINKTYPE_ETHERNET,
+        FcsMode::Keep => LINKTYPE_ETHERNET | LINKTYPE_FCS_4,
+    };
     let mut h = [0u8; GLOBAL_HEADER_LEN];
     h[0..4].copy_from_slice(&MAGIC_NANOS.to_le_bytes());
     h[4..6].copy_from_slice(&2u16.to_le_bytes());
     h[6..8].copy_from_slice(&4u16.to_le_bytes());
     // thiszone and sigfigs stay 0.
     h[16..20].copy_from_slice(&SNAPLEN.to_le_bytes());
-    h[20..24].copy_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
+    h[20..24].copy_from_slice(&network.to_le_bytes());
     h
 }
 
@@ -93,7 +107,7 @@ impl<W: Write> PcapWriter<W> {
     /// # Errors
     /// [`PcapError::Io`] if `out` fails.
     pub fn new(mut out: W, fcs: FcsMode) -> Result<Self, PcapError> {
-        out.write_all(&global_header())?;
+        out.write_all(&global_header_with(fcs))?;
         Ok(Self {
             out,
             fcs,
@@ -174,7 +188,8 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<PcapRecord>, PcapError> {
     if header.get(4..8) != Some(&[2, 0, 4, 0][..]) {
         return Err(PcapError::Format("version"));
     }
-    if u32_at(header, 20) != Some(LINKTYPE_ETHERNET) {
+    // The link type, with or without the FCS-length bits.
+    if u32_at(header, 20).map(|n| n & !LINKTYPE_FCS_4) != Some(LINKTYPE_ETHERNET) {
         return Err(PcapError::Format("link type"));
     }
     let mut records = Vec::new();
@@ -259,7 +274,13 @@ mod tests {
 
         let mut k = PcapWriter::new(Vec::new(), FcsMode::Keep).unwrap();
         k.write_frame(Time::ZERO, &f).unwrap();
-        let recs = parse(&k.finish().unwrap()).unwrap();
+        let kept = k.finish().unwrap();
+        assert_eq!(
+            &kept[20..24],
+            &[0x01, 0x00, 0x00, 0x24],
+            "Ethernet, 4-byte FCS"
+        );
+        let recs = parse(&kept).unwrap();
         assert_eq!(recs[0].data, f);
         assert_eq!(recs[0].orig_len, 118);
     }

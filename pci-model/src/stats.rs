@@ -150,4 +150,10 @@ pub struct TenureRecord {
     pub last_clock: u64,
     /// How it ended.
     pub end: TenureEnd,
+    /// Clock from which the target asserted DEVSEL# (none: no target claimed it).
+    pub devsel_clock: Option<u64>,
+    /// Bytes per data phase (the bus width in bytes).
+    pub phase_bytes: u64,
+    /// The bytes its data phases moved, in order (`bytes` of them): what AD carried.
+    pub data: Vec<u8>,
 }

@@ -18,9 +18,9 @@ pub enum ClockError {
     ZeroPeriod,
     /// The phase was not smaller than the period.
     PhaseNotBelowPeriod {
-        /// Phase [ps].
+        /// Phase \[ps\].
         phase_ps: u64,
-        /// Period [ps].
+        /// Period \[ps\].
         period_ps: u64,
     },
 }
@@ -97,19 +97,19 @@ impl ClockDomain {
         &self.name
     }
 
-    /// The clock period [ps].
+    /// The clock period \[ps\].
     #[must_use]
     pub const fn period(&self) -> Duration {
         self.period
     }
 
-    /// The offset of edge 0 from time 0 [ps].
+    /// The offset of edge 0 from time 0 \[ps\].
     #[must_use]
     pub const fn phase(&self) -> Duration {
         self.phase
     }
 
-    /// The frequency this period stands for [MHz] (for reports only).
+    /// The frequency this period stands for \[MHz\] (for reports only).
     #[must_use]
     #[allow(clippy::cast_precision_loss)]
     pub fn mhz(&self) -> f64 {
@@ -162,7 +162,7 @@ impl ClockDomain {
     }
 }
 
-/// Converts a frequency [MHz] to the nearest whole period [ps].
+/// Converts a frequency \[MHz\] to the nearest whole period \[ps\].
 ///
 /// # Errors
 /// A frequency that is not finite and positive, or so high the period rounds to 0.

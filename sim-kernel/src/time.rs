@@ -17,7 +17,7 @@ pub const PS_PER_US: u64 = 1_000_000;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Time(pub u64);
 
-/// A span of simulated time [ps].
+/// A span of simulated time \[ps\].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Duration(pub u64);
 

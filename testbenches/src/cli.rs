@@ -17,7 +17,7 @@ use crate::report::{aligned, csv, Format};
 /// A cycle-accurate simulator of the HVIA-GE card (hardware VIA with RDMA write
 /// over gigabit Ethernet) and the system around it.
 #[derive(Debug, Parser)]
-#[command(name = "hvia", version)]
+#[command(name = "hvia", version = crate::runinfo::VERSION)]
 pub struct Cli {
     /// Options every subcommand takes.
     #[command(flatten)]
@@ -43,6 +43,11 @@ pub struct GlobalArgs {
     /// applied in order after the preset or file.
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// What-if sweep (pingpong, breakdown, dma, validate): run once per value of KEY,
+    /// e.g. `--sweep pci.system.clock_mhz=33,66`; repeatable: the grid of every
+    /// combination, in parallel, each point's overrides beside its results.
+    #[arg(long = "sweep", global = true, value_name = "KEY=V1,V2,...")]
+    pub sweeps: Vec<String>,
 }
 
 impl GlobalArgs {
@@ -95,6 +100,28 @@ pub enum Command {
     /// plausible range) to the published figures; print the fitted values and each
     /// target's residual, and with --write, a config file with the values in.
     Calibrate(CalibrateArgs),
+    /// Print a shell completion script for `hvia` (bash, zsh, fish, elvish,
+    /// powershell), e.g. `hvia completions bash > /etc/bash_completion.d/hvia`.
+    Completions(CompletionsArgs),
+    /// The catalogue of counters `--stats FILE` writes (pingpong, breakdown; dma writes
+    /// those of its bus): name, unit and description of each.
+    Stats(StatsArgs),
+}
+
+/// Options of `hvia completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Options of `hvia stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Print every counter of the system, with its unit and description.
+    #[arg(long, required = true)]
+    pub list: bool,
 }
 
 /// Options of `hvia calibrate`.
@@ -108,13 +135,19 @@ pub struct CalibrateArgs {
     pub only: Vec<String>,
 }
 
-/// Options of `hvia config`.
+/// Options of `hvia config` (one of `--show`, `--diff`).
 #[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
 pub struct ConfigArgs {
     /// Print the effective configuration: TOML with each clock's period in picoseconds
     /// for `--format table`, a JSON object, or `key,value` CSV.
-    #[arg(long, required = true)]
+    #[arg(long)]
     pub show: bool,
+    /// Print what the --sets (and a --config file) change against the preset: the
+    /// --preset given, or the base a --config file extends, else hvia-ge; key, the
+    /// preset's value, the effective value.
+    #[arg(long)]
+    pub diff: bool,
 }
 
 /// What a run of `hvia` prints and how it exits.
@@ -157,6 +190,14 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     PingPong(#[from] PingPongError),
+    /// `--sweep`: malformed, not taken by the command, or a point's configuration is
+    /// invalid.
+    #[error("{message}")]
+    #[diagnostic(code(hvia::sweep))]
+    Sweep {
+        /// What is wrong, naming `--sweep` (or the option it does not go with).
+        message: String,
+    },
 }
 
 /// Runs the command `cli` describes. Bad input is an `Err` (the binary exits with 2).
@@ -164,10 +205,36 @@ pub enum CliError {
 /// # Errors
 /// Any [`CliError`]: of the configuration, or of a subcommand's options.
 pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
-    let format = cli.global.format;
+    let started = std::time::SystemTime::now();
     // Every command starts from the effective configuration, so bad input is reported
     // whatever the command.
     let cfg = cli.global.load_config()?;
+    if !cli.global.sweeps.is_empty() {
+        return crate::grid::run(cli, started);
+    }
+    let mut out = dispatch(cli, &cfg)?;
+    // Every report's JSON object carries the run's metadata.
+    let reports = matches!(
+        cli.command,
+        None | Some(
+            Command::Pingpong(_)
+                | Command::Breakdown(_)
+                | Command::Dma(_)
+                | Command::Validate
+                | Command::Calibrate(_)
+        )
+    );
+    if reports && cli.global.format == Format::Json && !out.stdout.is_empty() {
+        let info = crate::runinfo::RunInfo::new(&cfg, &Provenance::of(&cli.global), started);
+        out.stdout = info.insert_into(&out.stdout);
+    }
+    Ok(out)
+}
+
+/// Runs the command on the effective configuration `cfg`.
+fn dispatch(cli: &Cli, cfg: &SystemConfig) -> Result<Outcome, CliError> {
+    let format = cli.global.format;
+    let cfg = cfg.clone();
     let provenance = || Provenance::of(&cli.global);
     match &cli.command {
         None => Ok(crate::pingpong_cli::run_pingpong(
@@ -189,8 +256,23 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
             &provenance(),
         )?),
         Some(Command::Presets) => Ok(Outcome::ok(presets(format)?)),
-        // `--show` is required by clap, so it is the only thing `config` does.
+        Some(Command::Stats(_)) => Ok(Outcome::ok(stats_list(&cfg, format)?)),
+        // clap requires one of `--show` and `--diff`.
+        Some(Command::Config(a)) if a.diff => {
+            let (against, base) = crate::config::diff_base(&cli.global.source())?;
+            Ok(Outcome::ok(diff_config(&base, &cfg, &against, format)?))
+        }
         Some(Command::Config(_)) => Ok(Outcome::ok(show_config(&cfg, format)?)),
+        Some(Command::Completions(a)) => {
+            let mut out = Vec::new();
+            clap_complete::generate(
+                a.shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "hvia",
+                &mut out,
+            );
+            Ok(Outcome::ok(String::from_utf8_lossy(&out).into_owned()))
+        }
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
         Some(Command::Dma(args)) => Ok(crate::dma::run(args, format, &cfg)?),
         Some(Command::Calibrate(args)) => {
@@ -267,6 +349,94 @@ fn presets(format: Format) -> Result<String, ConfigError> {
                 })
                 .collect::<Vec<_>>(),
         ),
+    }
+}
+
+/// `hvia stats --list`: the counters of the configured system.
+fn stats_list(cfg: &SystemConfig, format: Format) -> Result<String, ConfigError> {
+    let all = crate::stats::catalogue(cfg).map_err(|e| ConfigError::Serialize {
+        message: format!("the system cannot be built: {e}"),
+    })?;
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|c| vec![c.name.clone(), c.unit.to_owned(), c.description.to_owned()])
+        .collect();
+    match format {
+        Format::Table => Ok(aligned(&["NAME", "UNIT", "DESCRIPTION"], &rows)),
+        Format::Csv => Ok(csv(&["name", "unit", "description"], &rows)),
+        Format::Json => {
+            #[derive(serde::Serialize)]
+            struct Entry<'a> {
+                name: &'a str,
+                unit: &'a str,
+                description: &'a str,
+            }
+            #[derive(serde::Serialize)]
+            struct Doc<'a> {
+                counters: Vec<Entry<'a>>,
+            }
+            json(&Doc {
+                counters: all
+                    .iter()
+                    .map(|c| Entry {
+                        name: &c.name,
+                        unit: c.unit,
+                        description: c.description,
+                    })
+                    .collect(),
+            })
+        }
+    }
+}
+
+/// `hvia config --diff`: the keys whose values differ between `base` (the preset
+/// `against`) and `cfg`.
+fn diff_config(
+    base: &SystemConfig,
+    cfg: &SystemConfig,
+    against: &str,
+    format: Format,
+) -> Result<String, ConfigError> {
+    let before: std::collections::BTreeMap<String, String> = base.flatten()?.into_iter().collect();
+    let rows: Vec<Vec<String>> = cfg
+        .flatten()?
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let old = before.get(&k).cloned().unwrap_or_default();
+            (old != v).then(|| vec![k, old, v])
+        })
+        .collect();
+    match format {
+        Format::Table if rows.is_empty() => Ok(format!("no change against preset {against}\n")),
+        Format::Table => Ok(aligned(
+            &["KEY", &format!("PRESET {against}"), "EFFECTIVE"],
+            &rows,
+        )),
+        Format::Csv => Ok(csv(&["key", "preset", "value"], &rows)),
+        Format::Json => {
+            #[derive(serde::Serialize)]
+            struct Change<'a> {
+                key: &'a str,
+                preset: &'a str,
+                value: &'a str,
+            }
+            #[derive(serde::Serialize)]
+            struct Doc<'a> {
+                against: &'a str,
+                changes: Vec<Change<'a>>,
+            }
+            json(&Doc {
+                against,
+                changes: rows
+                    .iter()
+                    .map(|r| Change {
+                        key: &r[0],
+                        preset: &r[1],
+                        value: &r[2],
+                    })
+                    .collect(),
+            })
+        }
     }
 }
 

@@ -716,6 +716,7 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
                 bytes: 4096,
                 burst: None,
                 offset: 0,
+                stats: None,
             };
             let r = throughput(&args, cfg).map_err(|e| format!("{e:?}"))?;
             o.dma_ps = r.elapsed.0;

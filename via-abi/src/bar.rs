@@ -15,7 +15,7 @@
 //! | 0x000C | `MAC_HI` | R | MAC address bytes 4..6 in bits 15:0 |
 //! | 0x0100 | `ATT_VA_LO` | W | region start VA, bits 31:0 |
 //! | 0x0104 | `ATT_VA_HI` | W | region start VA, bits 63:32 |
-//! | 0x0108 | `ATT_LEN` | W | region length [bytes] |
+//! | 0x0108 | `ATT_LEN` | W | region length \[bytes\] |
 //! | 0x010C | `ATT_ATTR` | W | bits 15:0 memory attributes, bits 31:16 protection tag |
 //! | 0x0110 | `ATT_PAGE` | W | pushes the next physical page address (first: region start PA) |
 //! | 0x0114 | `ATT_HANDLE` | R/W | handle to deregister (W); handle registered (R) |
@@ -43,7 +43,7 @@ pub const POSTS_PENDING: u32 = 1 << 8;
 /// The VI-state byte of a doorbell window's read value.
 pub const WINDOW_STATE_MASK: u32 = 0xFF;
 
-/// Size of BAR0 [bytes].
+/// Size of BAR0 \[bytes\].
 pub const BAR0_SIZE: u64 = 0x1_0000;
 /// Value of `CARD_ID`: "HVIA" in ASCII, little-endian.
 pub const CARD_ID_VALUE: u32 = u32::from_le_bytes(*b"HVIA");

@@ -49,7 +49,10 @@ impl PciBus {
         });
         let n = usize::try_from(bytes).unwrap_or(0);
 
-        // Data: reads gather it, writes deliver it.
+        // Data: reads gather it, writes deliver it (and the log, if it keeps this
+        // transaction, a copy).
+        let keep = self.log.is_some() && self.log_keeps(t.tag);
+        let mut logged = Vec::new();
         let mut read_data = Vec::new();
         if t.command.is_read() {
             if is_bridge {
@@ -81,6 +84,9 @@ impl PciBus {
                 }
             }
         }
+        if keep && t.command.is_read() {
+            logged.clone_from(&read_data);
+        }
         if !t.command.is_read() && n > 0 {
             let slice = self
                 .masters
@@ -94,6 +100,9 @@ impl PciBus {
                         .map(<[u8]>::to_vec)
                 })
                 .unwrap_or_default();
+            if keep {
+                logged.clone_from(&slice);
+            }
             if is_bridge {
                 if let Some(b) = self.bridge.as_mut() {
                     b.post(t.addr, slice, t_end);
@@ -179,7 +188,7 @@ impl PciBus {
         if let Some(p) = self.masters.get_mut(m).filter(|p| p.recovery > 0) {
             p.hold_until = p.hold_until.max(last + 1 + p.recovery);
         }
-        self.record(&t, bytes, last, end, ctx);
+        self.record(&t, bytes, last, end, keep.then_some(logged), ctx);
         if request_over {
             let status = match end {
                 TenureEnd::MasterAbort => TxnStatus::MasterAbort,
@@ -200,6 +209,7 @@ impl PciBus {
         bytes: u64,
         last: u64,
         end: TenureEnd,
+        logged: Option<Vec<u8>>,
         ctx: &mut Ctx<'_, M>,
     ) {
         tracing::trace!(target: "pci::bus", master = t.master, addr = t.addr, bytes, last, end = end.name(), "transaction end");
@@ -229,8 +239,7 @@ impl PciBus {
                 ctx.span(id, stage, self.edge(data_to), self.edge(last + 1));
             }
         }
-        let keep = self.log.is_some() && self.log_keeps(t.tag);
-        if let Some(log) = self.log.as_mut().filter(|_| keep) {
+        if let (Some(log), Some(data)) = (self.log.as_mut(), logged) {
             log.push(TenureRecord {
                 master: u16::try_from(t.master).unwrap_or(u16::MAX),
                 tag: t.tag,
@@ -243,6 +252,9 @@ impl PciBus {
                 last_data_clock: t.last_data,
                 last_clock: last,
                 end,
+                devsel_clock: t.target.map(|_| t.a_clk + t.devsel),
+                phase_bytes: t.w,
+                data,
             });
         }
     }

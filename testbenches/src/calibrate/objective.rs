@@ -132,6 +132,7 @@ fn job(cfg: &SystemConfig, j: &Job) -> Result<Got, String> {
                 bytes: 256 << 10,
                 burst: Some(512),
                 offset: 0,
+                stats: None,
             };
             throughput(&args, cfg)
                 .map(|r| Got::Dma(r.throughput_mb_s))

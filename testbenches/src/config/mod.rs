@@ -403,11 +403,40 @@ mod tests;
 /// file's.
 ///
 /// # Errors
-/// An unknown preset, or a file that cannot be read (see [`read_config_file`]).
+/// An unknown preset, or a file that cannot be read (see `read_config_file`).
 pub fn source_text(source: &ConfigSource) -> Result<String, ConfigError> {
     match source {
         ConfigSource::Preset(name) => Ok(presets::find(name)?.text.to_owned()),
         ConfigSource::File(path) => read_config_file(path),
+    }
+}
+
+/// What `hvia config --diff` compares a source against, with its name: the preset
+/// itself, or for a file the base it `extends` (a preset, or a `.toml` file next to
+/// it), else the default preset.
+///
+/// # Errors
+/// The file or its base cannot be read or is not a valid configuration.
+pub fn diff_base(source: &ConfigSource) -> Result<(String, SystemConfig), ConfigError> {
+    let default = || -> Result<(String, SystemConfig), ConfigError> {
+        Ok((
+            DEFAULT_PRESET.to_owned(),
+            SystemConfig::from_preset(DEFAULT_PRESET)?,
+        ))
+    };
+    match source {
+        ConfigSource::Preset(name) => Ok((name.clone(), SystemConfig::from_preset(name)?)),
+        ConfigSource::File(path) => {
+            let Some(base) = extends_of(&read_config_file(path)?) else {
+                return default();
+            };
+            if presets::find(&base).is_ok() {
+                return Ok((base.clone(), SystemConfig::from_preset(&base)?));
+            }
+            let file = path.parent().unwrap_or(Path::new(".")).join(&base);
+            let cfg = SystemConfig::load::<&str>(&ConfigSource::File(file.clone()), &[])?;
+            Ok((file.display().to_string(), cfg))
+        }
     }
 }
 

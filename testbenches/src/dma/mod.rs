@@ -85,6 +85,10 @@ pub struct DmaArgs {
     /// Where the buffer starts within its first 4 KB page, in bytes (0 to 4095).
     #[arg(long, value_name = "BYTES", default_value = "0", value_parser = parse_offset)]
     pub offset: u64,
+    /// Write the bus's (and host bridge's) counters, with unit and description, as JSON
+    /// or CSV by FILE's extension.
+    #[arg(long, value_name = "FILE.json|.csv")]
+    pub stats: Option<std::path::PathBuf>,
 }
 
 /// Bad input to `hvia dma` that the option parsers cannot see alone (it depends on the
@@ -263,6 +267,12 @@ pub fn throughput(args: &DmaArgs, cfg: &SystemConfig) -> Result<DmaBenchReport, 
 /// arrive (a model bug) is not an error of the input: it is an [`Outcome`] with status 1.
 pub fn run(args: &DmaArgs, format: Format, cfg: &SystemConfig) -> Result<Outcome, DmaError> {
     let params = bench_params(args, cfg)?;
+    if let Some(path) = &args.stats {
+        crate::stats::check_path(path).map_err(|message| DmaError::Input {
+            option: "--stats",
+            message,
+        })?;
+    }
     let start = Instant::now();
     let result = throughput(args, cfg);
     let wall_seconds = start.elapsed().as_secs_f64();
@@ -291,6 +301,20 @@ pub fn run(args: &DmaArgs, format: Format, cfg: &SystemConfig) -> Result<Outcome
         report,
         wall_seconds,
     };
+    if let Some(path) = &args.stats {
+        let bus = match run.bus {
+            PciBusKind::System => "pci.system",
+            PciBusKind::Local => "pci.local",
+        };
+        let counters = crate::stats::of_dma(bus, &run.report, run.simulated_ps);
+        if let Err(e) = crate::stats::write_file(path, &counters, None) {
+            return Ok(Outcome {
+                stdout: String::new(),
+                stderr: format!("hvia dma: --stats: {e}\n"),
+                status: 1,
+            });
+        }
+    }
     let stdout = match format {
         Format::Table => out::table(&run),
         Format::Csv => out::csv_doc(&run),
@@ -319,6 +343,7 @@ mod tests {
             bytes: 4096,
             burst,
             offset: 12,
+            stats: None,
         }
     }
 

@@ -39,12 +39,19 @@ impl PlotKind {
 /// Checks that every file `trace` names can be written, and the plot's format.
 pub(super) fn check_outputs(trace: &TraceArgs) -> Result<Option<PlotKind>, PingPongError> {
     let plot = trace.plot.as_deref().map(PlotKind::of).transpose()?;
+    if let Some(p) = &trace.stats {
+        crate::stats::StatsFormat::of(p).map_err(|message| PingPongError::Input {
+            option: "--stats",
+            message,
+        })?;
+    }
     let mut seen: Vec<(&'static str, PathBuf)> = Vec::new();
     for (option, path) in [
         ("--vcd", &trace.vcd),
         ("--pcap", &trace.pcap),
         ("--perfetto", &trace.perfetto),
         ("--plot", &trace.plot),
+        ("--stats", &trace.stats),
     ] {
         if let Some(p) = path {
             let same = same_file_key(p);
@@ -96,6 +103,19 @@ pub(super) fn write_error(
         option,
         message: format!("cannot write {}: {e}", path.display()),
     }
+}
+
+/// Writes the counters to the `--stats` file (format by its extension, checked before
+/// the run).
+pub(super) fn write_stats(
+    path: &Path,
+    counters: &[crate::stats::Counter],
+    runs: Option<&[(u32, Vec<crate::stats::Counter>)]>,
+) -> Result<(), PingPongError> {
+    crate::stats::write_file(path, counters, runs).map_err(|message| PingPongError::Input {
+        option: "--stats",
+        message,
+    })
 }
 
 /// A buffered output file.

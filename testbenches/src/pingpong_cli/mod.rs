@@ -5,7 +5,8 @@
 //! parallel (rayon): each size is an independent, deterministic simulation, so the result
 //! is the same as a serial run, and it is printed in size order. The trace options write
 //! files from one traced run (the first size of a sweep, or the broken-down message's
-//! run): `--perfetto` (Chrome trace-event JSON), `--vcd` (state machines), `--pcap` (the
+//! run): `--perfetto` (Chrome trace-event JSON), `--vcd` (state machines and PCI / GMII
+//! signals, `vcd_signals`), `--pcap` (the
 //! frames on the wire); `--plot` draws the sweep (or the breakdown) as SVG or PNG.
 //!
 //! Files: this one (options, the two commands), `parse` (option values), `sweep` (the
@@ -18,9 +19,11 @@ mod out;
 mod parse;
 mod pcap_out;
 mod perfetto;
+mod perfetto_flow;
 mod plot;
 mod sweep;
 mod vcd_out;
+mod vcd_signals;
 
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -57,14 +60,24 @@ impl From<OpArg> for Op {
 /// The trace and plot files of `pingpong` and `breakdown`.
 #[derive(Clone, Debug, Default, Args)]
 pub struct TraceArgs {
-    /// Write the state machines of a traced run as a VCD waveform (one string-valued
-    /// wire per component state machine, times in ps).
+    /// Write a traced run as a VCD waveform, times in ps: each component state machine
+    /// (a string wire) and the signals of both PCI buses of each node (CLK, FRAME#,
+    /// IRDY#, TRDY#, DEVSEL#, STOP#, AD, C/BE#, PAR, REQ#/GNT# per master) and of each
+    /// GMII (TX_EN, TXD, RX_DV, RXD).
     #[arg(long, value_name = "FILE")]
     pub vcd: Option<PathBuf>,
+    /// Keep only these scopes in the --vcd file, a comma-separated list of dotted
+    /// prefixes (e.g. `n0.pci.system,n1.gmii`, `n1.card`).
+    #[arg(long, value_name = "SCOPES", requires = "vcd", value_delimiter = ',')]
+    pub vcd_scope: Vec<String>,
     /// Write the Ethernet frames of a traced run as they left each DP83820 (pcap,
     /// nanosecond timestamps).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
+    /// Keep each frame's 4-byte FCS in the --pcap file (its link type says so, and
+    /// Wireshark shows the FCS as `eth.fcs`); without it the FCS is stripped.
+    #[arg(long, requires = "pcap")]
+    pub pcap_fcs: bool,
     /// Write every trace span of a traced run as Chrome trace-event JSON (open it in
     /// ui.perfetto.dev or chrome://tracing).
     #[arg(long, value_name = "FILE")]
@@ -73,6 +86,10 @@ pub struct TraceArgs {
     /// on a time line (breakdown); FILE ends in .svg or .png.
     #[arg(long, value_name = "FILE.svg|.png")]
     pub plot: Option<PathBuf>,
+    /// Write every component's counters (name, value, unit, description) as JSON or
+    /// CSV, by FILE's extension; `hvia stats --list` lists them.
+    #[arg(long, value_name = "FILE.json|.csv")]
+    pub stats: Option<PathBuf>,
 }
 
 impl TraceArgs {
@@ -216,6 +233,43 @@ impl Provenance {
     }
 }
 
+/// Checks each `--vcd-scope` against the scopes the file can have (the components'
+/// dotted names, each node's buses and GMII) before anything runs.
+fn check_vcd_scopes(cfg: &SystemConfig, trace: &TraceArgs) -> Result<(), PingPongError> {
+    if trace.vcd_scope.is_empty() {
+        return Ok(());
+    }
+    let sys = system::System::build(cfg, false).map_err(|e| PingPongError::Input {
+        option: "--vcd-scope",
+        message: format!("the system cannot be built: {e}"),
+    })?;
+    let mut known: Vec<String> = sys
+        .world
+        .iter()
+        .map(|(id, _)| sys.kernel.component_name(id).to_owned())
+        .collect();
+    for n in 0..sys.nodes.len() {
+        known.push(format!("n{n}.gmii"));
+        known.push(format!("n{n}.card.sdram"));
+    }
+    for scope in &trace.vcd_scope {
+        let scope = scope.trim();
+        if scope.is_empty()
+            || !known
+                .iter()
+                .any(|k| vcd_out::in_scopes(k, &[scope.to_owned()]))
+        {
+            return Err(PingPongError::Input {
+                option: "--vcd-scope",
+                message: format!(
+                    "{scope:?} is not a scope of the waveform (e.g. n0.pci.system, n1.pci.local, n0.gmii, n1.card.engine)"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Checks that a ping-pong of `size` bytes fits the configured system (bad input if not).
 fn fits(cfg: &SystemConfig, size: u32, option: &'static str) -> Result<(), PingPongError> {
     crate::config::feasible::ping_pong_fits(cfg, size).map_err(|p| PingPongError::Input {
@@ -261,7 +315,13 @@ fn write_traces(
         return Ok(Ok(String::new()));
     }
     let what = format!("the traced run ({} bytes)", spec.size);
-    let mut run = match system::run_pingpong(cfg, spec) {
+    let signals = trace.vcd.is_some();
+    let run = system::pingpong::run_pingpong_adjusted(cfg, spec, |sys| {
+        if signals {
+            vcd_signals::enable(sys);
+        }
+    });
+    let mut run = match run {
         Ok(run) => run,
         Err(e) => return Ok(Err(failed(command, &what, &e))),
     };
@@ -273,17 +333,24 @@ fn write_traces(
             .map_err(|e| files::write_error("--perfetto", path, &e))?;
         tracing::info!(target: "hvia", path = %path.display(), events = n, "perfetto trace written");
     }
+    let frames = pcap_out::captured(&mut run.system);
     if let Some(path) = &trace.vcd {
         let mut w = files::create("--vcd", path)?;
-        let n = vcd_out::write(&mut w, &run.system)
+        let sig = vcd_signals::collect(&run.system, &frames);
+        let n = vcd_out::write(&mut w, &run.system, &sig, &trace.vcd_scope)
             .and_then(|n| w.finish().map(|()| n))
             .map_err(|e| files::write_error("--vcd", path, &e))?;
         tracing::info!(target: "hvia", path = %path.display(), wires = n, "vcd written");
     }
     if let Some(path) = &trace.pcap {
         let w = files::create("--pcap", path)?;
-        let n = pcap_out::write(w, &mut run.system)
-            .map_err(|e| files::write_error("--pcap", path, &e))?;
+        let fcs = if trace.pcap_fcs {
+            gige_mac::pcap::FcsMode::Keep
+        } else {
+            gige_mac::pcap::FcsMode::Strip
+        };
+        let n =
+            pcap_out::write(w, &frames, fcs).map_err(|e| files::write_error("--pcap", path, &e))?;
         tracing::info!(target: "hvia", path = %path.display(), frames = n, "pcap written");
         if n == 0 {
             warnings.push_str(pcap_out::NO_FRAMES_WARNING);
@@ -303,15 +370,13 @@ pub fn run_pingpong(
     provenance: &Provenance,
 ) -> Result<Outcome, PingPongError> {
     let plot = files::check_outputs(&args.trace)?;
+    check_vcd_scopes(cfg, &args.trace)?;
     let op = Op::from(args.op);
     let sizes = &args.sizes.0;
-    for &size in sizes {
-        fits(cfg, size, "--sizes")?;
-    }
     let recv_post = crate::system::RecvPost::from(args.recv_post);
-    let sweep = match sweep::run(cfg, op, sizes, args.iters, args.warmup, recv_post) {
+    let sweep = match compute(args, cfg)? {
         Ok(s) => s,
-        Err((size, e)) => return Ok(failed("pingpong", &format!("{size} bytes"), &e)),
+        Err(outcome) => return Ok(outcome),
     };
     let first = sizes.first().copied().unwrap_or(4);
     let spec = PingPongSpec {
@@ -327,6 +392,17 @@ pub fn run_pingpong(
         Ok(Err(outcome)) => return Ok(outcome),
         Err(e) => return Ok(write_failed("pingpong", &e)),
     };
+    if let Some(path) = &args.trace.stats {
+        let runs: Vec<(u32, Vec<crate::stats::Counter>)> = sweep
+            .results
+            .iter()
+            .map(|r| (r.size, r.counters.clone()))
+            .collect();
+        let first = runs.first().map(|(_, c)| c.clone()).unwrap_or_default();
+        if let Err(e) = files::write_stats(path, &first, Some(&runs)) {
+            return Ok(write_failed("pingpong", &e));
+        }
+    }
     if let (Some(path), Some(kind)) = (&args.trace.plot, plot) {
         if let Err(e) = plot::sweep(path, kind, &sweep, provenance) {
             return Ok(write_failed(
@@ -335,19 +411,80 @@ pub fn run_pingpong(
             ));
         }
     }
-    let stdout = match format {
-        Format::Table => out::table(&sweep, provenance),
-        Format::Csv => out::csv_doc(&sweep),
-        Format::Json => out::json(&sweep, provenance).map_err(|e| PingPongError::Input {
-            option: "--format",
-            message: e.to_string(),
-        })?,
-    };
     Ok(Outcome {
-        stdout,
+        stdout: render(&sweep, format, provenance)?,
         stderr: warnings,
         status: 0,
     })
+}
+
+/// The size sweep of `hvia pingpong` on `cfg`, without its files: the sweep, or the
+/// outcome of a run that failed (status 1).
+///
+/// # Errors
+/// A size that does not fit the configured system (`--sizes`).
+pub fn compute(
+    args: &PingPongArgs,
+    cfg: &SystemConfig,
+) -> Result<Result<Sweep, Outcome>, PingPongError> {
+    let sizes = &args.sizes.0;
+    for &size in sizes {
+        fits(cfg, size, "--sizes")?;
+    }
+    let recv_post = crate::system::RecvPost::from(args.recv_post);
+    let op = Op::from(args.op);
+    Ok(
+        match sweep::run(cfg, op, sizes, args.iters, args.warmup, recv_post) {
+            Ok(s) => Ok(s),
+            Err((size, e)) => Err(failed("pingpong", &format!("{size} bytes"), &e)),
+        },
+    )
+}
+
+/// What `hvia pingpong` prints for `sweep` in `format`.
+///
+/// # Errors
+/// JSON serialisation failed (named as `--format`).
+pub fn render(
+    sweep: &Sweep,
+    format: Format,
+    provenance: &Provenance,
+) -> Result<String, PingPongError> {
+    Ok(match format {
+        Format::Table => out::table(sweep, provenance),
+        Format::Csv => out::csv_doc(sweep),
+        Format::Json => out::json(sweep, provenance).map_err(|e| PingPongError::Input {
+            option: "--format",
+            message: e.to_string(),
+        })?,
+    })
+}
+
+/// Checks the files `trace` names before a run (bad input names the option).
+///
+/// # Errors
+/// A file that cannot be written, two options naming one file, a bad plot or stats
+/// file name.
+pub fn check_files(trace: &TraceArgs) -> Result<(), PingPongError> {
+    files::check_outputs(trace).map(drop)
+}
+
+/// Draws the ping-pong sweeps of several what-if points into one plot (`--plot` with
+/// `--sweep`): one line per point, labelled with its overrides.
+///
+/// # Errors
+/// A bad file name (`--plot`), or the plot could not be written.
+pub fn plot_points(
+    path: &std::path::Path,
+    points: &[(String, Sweep)],
+    provenance: &Provenance,
+) -> Result<(), PingPongError> {
+    let kind = files::check_outputs(&TraceArgs {
+        plot: Some(path.to_path_buf()),
+        ..TraceArgs::default()
+    })?
+    .unwrap_or(files::PlotKind::Svg);
+    plot::points(path, kind, points, provenance).map_err(|e| files::write_error("--plot", path, &e))
 }
 
 /// Runs `hvia breakdown` and returns what to print.
@@ -361,10 +498,19 @@ pub fn run_breakdown(
     provenance: &Provenance,
 ) -> Result<Outcome, PingPongError> {
     let plot = files::check_outputs(&args.trace)?;
+    check_vcd_scopes(cfg, &args.trace)?;
     let op = Op::from(args.op);
     fits(cfg, args.size, "--size")?;
-    let bd = match breakdown::measure(cfg, op, args.size) {
-        Ok(b) => b,
+    let bd = match breakdown::measure_run(cfg, op, args.size) {
+        Ok((b, run)) => {
+            if let Some(path) = &args.trace.stats {
+                let counters = crate::stats::of_system(&run.system);
+                if let Err(e) = files::write_stats(path, &counters, None) {
+                    return Ok(write_failed("breakdown", &e));
+                }
+            }
+            b
+        }
         Err(e) => return Ok(failed("breakdown", &format!("{} bytes", args.size), &e)),
     };
     let spec = PingPongSpec {

@@ -1,7 +1,8 @@
 //! `--pcap FILE`: the Ethernet frames of a run as each DP83820 sent them (its GMII
 //! transmitter's capture tap), merged in time order into one pcap file with nanosecond
 //! timestamps (the edge of each frame's first preamble byte), FCS stripped as Wireshark
-//! expects for link type Ethernet.
+//! expects for link type Ethernet, or kept with `--pcap-fcs` (the link type then says
+//! so).
 //!
 //! The taps record only when the system assembly turned capture on for a traced run;
 //! without it the file holds the pcap header and no frame, and the command warns.
@@ -20,7 +21,7 @@ pub(super) const NO_FRAMES_WARNING: &str =
 
 /// Takes every frame the DP83820 transmitters of `sys` captured, in time order (ties:
 /// node order).
-fn captured(sys: &mut System) -> Vec<Captured> {
+pub(super) fn captured(sys: &mut System) -> Vec<Captured> {
     let mut frames = Vec::new();
     for id in sys.nodes.clone() {
         if let Some(Comp::MacSide(_, mac)) = sys.world.get_mut(id.mac_side) {
@@ -35,10 +36,9 @@ fn captured(sys: &mut System) -> Vec<Captured> {
 ///
 /// # Errors
 /// The file cannot be written.
-pub(super) fn write(out: OutFile, sys: &mut System) -> io::Result<usize> {
-    let frames = captured(sys);
-    let mut w = PcapWriter::new(out, FcsMode::Strip).map_err(io::Error::other)?;
-    for c in &frames {
+pub(super) fn write(out: OutFile, frames: &[Captured], fcs: FcsMode) -> io::Result<usize> {
+    let mut w = PcapWriter::new(out, fcs).map_err(io::Error::other)?;
+    for c in frames {
         w.write_frame(c.at, c.frame.bytes())
             .map_err(io::Error::other)?;
     }

@@ -7,7 +7,9 @@
 //! Metadata events name the processes (`node N`) and threads (the component names).
 //! Slices on one thread must nest; a span that overlaps another of its component without
 //! nesting goes to an extra lane of that component (`tid` = id + 1000 x lane, named
-//! `component #lane`).
+//! `component #lane`). Flow events link each message's spans from the sender's
+//! VipPostSend to the receiver's detection, and counter tracks show bus utilisation and
+//! descriptors in flight (`perfetto_flow`).
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -84,6 +86,7 @@ pub(super) fn write(out: &mut impl Write, sys: &System) -> io::Result<usize> {
         by_comp.entry(s.component.0).or_default().push(i);
     }
     let mut events = Vec::with_capacity(spans.len() + 2 * by_comp.len());
+    let mut at: super::perfetto_flow::Placement = vec![(0, 0); spans.len()];
     let mut nodes: Vec<u64> = Vec::new();
     for (&comp, idx) in &by_comp {
         let name = k.component_name(sim_kernel::ComponentId(comp));
@@ -97,6 +100,7 @@ pub(super) fn write(out: &mut impl Write, sys: &System) -> io::Result<usize> {
         for (i, lane) in lanes(spans, idx) {
             let s = &spans[i];
             let tid = u64::from(comp) + LANE_STRIDE * lane;
+            at[i] = (pid, tid);
             if !named_lanes.contains(&lane) {
                 named_lanes.push(lane);
                 let thread = if lane == 0 {
@@ -121,6 +125,9 @@ pub(super) fn write(out: &mut impl Write, sys: &System) -> io::Result<usize> {
             }));
         }
     }
+    let name = |id| k.component_name(id).to_owned();
+    events.extend(super::perfetto_flow::flows(spans, &name, &at));
+    events.extend(super::perfetto_flow::counters(spans, &name));
     let doc = Doc {
         trace_events: events,
         display_time_unit: "ns",

@@ -1,6 +1,8 @@
 //! `--plot FILE.svg|.png`: the sweep's one-way latency and bandwidth against message
 //! size on log-log axes (pingpong), or the stages of a breakdown on a time line, one row
-//! per component, coloured by clock domain (breakdown).
+//! per component, coloured by clock domain (breakdown). With `--sweep`, one line per
+//! what-if point in each panel, with a legend. Log axes are labelled at powers of ten
+//! only (`1`, `10`, `100`, `1k`, ...; sizes in bytes as `1`, `10`, ..., `1M`).
 //!
 //! Drawn with plotters without system libraries: text uses DejaVu Sans, embedded in the
 //! binary (the `dejavu` crate) and registered with plotters' `ab_glyph` font support.
@@ -33,6 +35,8 @@ fn fonts() {
 enum Figure<'a> {
     /// Latency and bandwidth of a sweep.
     Sweep(&'a Sweep, &'a Provenance),
+    /// Latency and bandwidth of several sweeps, one line each (label, sweep).
+    Points(&'a [(String, Sweep)], &'a Provenance),
     /// The stages of a breakdown.
     Breakdown(&'a Breakdown, &'a Provenance),
 }
@@ -42,6 +46,10 @@ impl Figure<'_> {
     fn size(&self) -> (u32, u32) {
         match self {
             Figure::Sweep(..) => (1200, 520),
+            Figure::Points(p, _) => {
+                let n = u32::try_from(p.len()).unwrap_or(64).min(64);
+                (1400, 520_u32.saturating_add(n.saturating_mul(16)))
+            }
             Figure::Breakdown(bd, _) => {
                 let rows = u32::try_from(rows(bd).len()).unwrap_or(u32::MAX / 64);
                 (1200, 160_u32.saturating_add(rows.saturating_mul(30)))
@@ -51,7 +59,12 @@ impl Figure<'_> {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         match self {
-            Figure::Sweep(s, p) => draw_sweep(root, s, p),
+            Figure::Sweep(s, p) => draw_sweep(
+                root,
+                std::slice::from_ref(&(String::new(), (*s).clone())),
+                p,
+            ),
+            Figure::Points(points, p) => draw_sweep(root, points, p),
             Figure::Breakdown(b, p) => draw_breakdown(root, b, p),
         }
     }
@@ -75,12 +88,27 @@ fn render(path: &Path, kind: PlotKind, fig: &Figure<'_>) -> Result<(), String> {
     }
 }
 
-/// A size on the x axis: `4`, `64`, `1K`, `1M`.
-fn size_label(v: f64) -> String {
-    match v {
-        v if v >= 1_048_576.0 => format!("{}M", trim(v / 1_048_576.0)),
-        v if v >= 1024.0 => format!("{}K", trim(v / 1024.0)),
-        v => trim(v),
+/// The exponent of `v` if it is a power of ten (to rounding), else `None`.
+fn decade(v: f64) -> Option<i32> {
+    if !(v > 0.0 && v.is_finite()) {
+        return None;
+    }
+    let e = v.log10().round();
+    #[allow(clippy::cast_possible_truncation)]
+    let exp = e as i32; // |e| < 400 for finite f64
+    ((v / 10f64.powi(exp) - 1.0).abs() < 1e-6).then_some(exp)
+}
+
+/// A log-axis label: powers of ten only, SI-style (`0.01`, `1`, `100`, `10k`, `1M`);
+/// other ticks stay unlabelled.
+fn decade_label(v: f64) -> String {
+    match decade(v) {
+        Some(e) if e >= 9 => format!("{}G", trim(10f64.powi(e - 9))),
+        Some(e) if e >= 6 => format!("{}M", trim(10f64.powi(e - 6))),
+        Some(e) if e >= 3 => format!("{}k", trim(10f64.powi(e - 3))),
+        Some(e) if e >= 0 => trim(10f64.powi(e)),
+        Some(e) => format!("{}", 10f64.powi(e)),
+        None => String::new(),
     }
 }
 
@@ -98,24 +126,49 @@ fn log_range(it: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     if lo > hi {
         return 1.0..10.0;
     }
-    lo / 1.5..hi * 1.5
+    // Whole decades, so that the axis has powers of ten to label.
+    10f64.powf((lo / 1.5).log10().floor())..10f64.powf((hi * 1.5).log10().ceil())
 }
+
+/// Line colours, one per what-if point (then repeated).
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// One log-log panel of `points` (size, value).
+/// One line of a panel: its legend label (empty: no legend) and its (size, value)s.
+type Line = (String, Vec<(f64, f64)>);
+
+/// One log-log panel of `lines`, a colour each (`color` for a single line).
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     caption: &str,
     y_desc: &str,
-    points: &[(f64, f64)],
+    lines: &[Line],
     color: RGBColor,
 ) -> Result<(), String> {
-    let points: Vec<(f64, f64)> = points.iter().copied().filter(|p| p.1 > 0.0).collect();
-    let xs = log_range(points.iter().map(|p| p.0));
-    let ys = log_range(points.iter().map(|p| p.1));
+    let lines: Vec<Line> = lines
+        .iter()
+        .map(|(l, pts)| {
+            (
+                l.clone(),
+                pts.iter().copied().filter(|p| p.1 > 0.0).collect(),
+            )
+        })
+        .collect();
+    let all = || lines.iter().flat_map(|(_, p)| p.iter().copied());
+    let xs = log_range(all().map(|p| p.0));
+    let ys = log_range(all().map(|p| p.1));
     let mut chart = ChartBuilder::on(area)
         .caption(caption, (FONT, 18))
         .margin(15)
@@ -127,42 +180,85 @@ fn panel<DB: DrawingBackend>(
         .configure_mesh()
         .x_desc("message size (bytes)")
         .y_desc(y_desc)
-        .x_label_formatter(&|v| size_label(*v))
-        .y_label_formatter(&|v| trim(*v))
+        .x_label_formatter(&|v| decade_label(*v))
+        .y_label_formatter(&|v| decade_label(*v))
         .label_style((FONT, 14))
         .draw()
         .map_err(err)?;
-    chart
-        .draw_series(LineSeries::new(
-            points.iter().copied(),
-            color.stroke_width(2),
-        ))
-        .map_err(err)?;
-    chart
-        .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
-        .map_err(err)?;
+    let legend = lines.len() > 1;
+    for (i, (label, points)) in lines.iter().enumerate() {
+        let c = if legend {
+            PALETTE[i % PALETTE.len()]
+        } else {
+            color
+        };
+        let series = chart
+            .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))
+            .map_err(err)?;
+        if legend {
+            series.label(label.as_str()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
+            });
+        }
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+            .map_err(err)?;
+    }
+    if legend {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font((FONT, 12))
+            .draw()
+            .map_err(err)?;
+    }
     Ok(())
 }
 
 fn draw_sweep<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    sweep: &Sweep,
+    sweeps: &[(String, Sweep)],
     prov: &Provenance,
 ) -> Result<(), String> {
     root.fill(&WHITE).map_err(err)?;
-    let title = format!("hvia ping-pong, {} ({})", sweep.op.name(), prov.label());
+    let op = sweeps.first().map_or("", |(_, s)| s.op.name());
+    let title = if sweeps.len() > 1 {
+        format!(
+            "hvia ping-pong, {op} ({}), {} what-if points",
+            prov.label(),
+            sweeps.len()
+        )
+    } else {
+        format!("hvia ping-pong, {op} ({})", prov.label())
+    };
     let root = root.titled(&title, (FONT, 20)).map_err(err)?;
     let (left, right) = root.split_horizontally(root.dim_in_pixel().0 / 2);
     let size = |r: &super::SizeResult| f64::from(r.size);
-    let latency: Vec<(f64, f64)> = sweep
-        .results
+    let latency: Vec<Line> = sweeps
         .iter()
-        .map(|r| (size(r), r.one_way_ns / 1e3))
+        .map(|(l, s)| {
+            (
+                l.clone(),
+                s.results
+                    .iter()
+                    .map(|r| (size(r), r.one_way_ns / 1e3))
+                    .collect(),
+            )
+        })
         .collect();
-    let bandwidth: Vec<(f64, f64)> = sweep
-        .results
+    let bandwidth: Vec<Line> = sweeps
         .iter()
-        .map(|r| (size(r), r.bandwidth_mb_s))
+        .map(|(l, s)| {
+            (
+                l.clone(),
+                s.results
+                    .iter()
+                    .map(|r| (size(r), r.bandwidth_mb_s))
+                    .collect(),
+            )
+        })
         .collect();
     panel(
         &left,
@@ -188,6 +284,16 @@ pub(super) fn sweep(
     prov: &Provenance,
 ) -> Result<(), String> {
     render(path, kind, &Figure::Sweep(sweep, prov))
+}
+
+/// Draws several sweeps into `path`, one line per (label, sweep).
+pub(super) fn points(
+    path: &Path,
+    kind: PlotKind,
+    points: &[(String, Sweep)],
+    prov: &Provenance,
+) -> Result<(), String> {
+    render(path, kind, &Figure::Points(points, prov))
 }
 
 /// Draws the breakdown into `path`.

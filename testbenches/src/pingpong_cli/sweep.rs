@@ -36,6 +36,8 @@ pub struct SizeResult {
     pub simulated_ps: u64,
     /// What became of the run's messages.
     pub delivery: Delivery,
+    /// Every component's counters at the end of the run (`--stats`).
+    pub counters: Vec<crate::stats::Counter>,
 }
 
 /// A whole sweep.
@@ -81,6 +83,7 @@ fn one(cfg: &SystemConfig, spec: PingPongSpec) -> Result<SizeResult, RunError> {
         bandwidth_mb_s: run.bandwidth_mb_s(),
         events: run.stats.events,
         simulated_ps: run.stats.simulated.as_ps(),
+        counters: crate::stats::of_system(&run.system),
         delivery: run.delivery,
     })
 }

@@ -218,7 +218,7 @@ mod tests {
 pub struct Breakdown {
     /// The operation.
     pub op: super::Op,
-    /// Message size [bytes].
+    /// Message size \[bytes\].
     pub size_bytes: u32,
     /// When the message's trip began (the initiator's VipPostSend call).
     pub start: Time,
@@ -229,7 +229,7 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
-    /// `end - start` [ns]: the one-way latency of this message (the ping-pong report's
+    /// `end - start` \[ns\]: the one-way latency of this message (the ping-pong report's
     /// one-way latency is half a round trip; for RDMA write the two differ only by clock
     /// phases, for send/recv the round trip also holds the initiator's VipPostRecv for
     /// the pong, half of which is in the ping-pong's one-way figure and none in this).
@@ -249,6 +249,19 @@ pub fn measure(
     op: super::Op,
     size: u32,
 ) -> Result<Breakdown, super::RunError> {
+    measure_run(cfg, op, size).map(|(bd, _)| bd)
+}
+
+/// [`measure`], also returning the run it broke down (its system keeps the trace and
+/// every component's counters).
+///
+/// # Errors
+/// As [`measure`].
+pub fn measure_run(
+    cfg: &crate::config::SystemConfig,
+    op: super::Op,
+    size: u32,
+) -> Result<(Breakdown, super::PingPongRun), super::RunError> {
     let spec = super::PingPongSpec {
         op,
         size,
@@ -302,13 +315,14 @@ pub fn measure(
         .ok_or_else(|| missing("no responder wait span for the measured iteration"))?;
     let spans = select_path(sys, msg, wait_stage, start, end)?;
     let stages = tile(&spans, k.domains(), start, end);
-    Ok(Breakdown {
+    let bd = Breakdown {
         op,
         size_bytes: size,
         start,
         end,
         stages,
-    })
+    };
+    Ok((bd, run))
 }
 
 fn missing(what: &str) -> super::RunError {

@@ -39,7 +39,7 @@ impl Op {
 pub struct PingPongSpec {
     /// The operation.
     pub op: Op,
-    /// Message size [bytes], at least 1.
+    /// Message size \[bytes\], at least 1.
     pub size: u32,
     /// Measured round trips.
     pub iterations: u32,
@@ -140,13 +140,13 @@ pub struct PingPongRun {
 }
 
 impl PingPongRun {
-    /// One-way latency [ns].
+    /// One-way latency \[ns\].
     #[must_use]
     pub fn one_way_ns(&self) -> f64 {
         self.one_way.as_ns_f64()
     }
 
-    /// Bandwidth = size / one-way latency [MB/s, 10^6 bytes].
+    /// Bandwidth = size / one-way latency \[MB/s, 10^6 bytes\].
     #[must_use]
     pub fn bandwidth_mb_s(&self) -> f64 {
         let ns = self.one_way_ns();

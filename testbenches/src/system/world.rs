@@ -84,7 +84,7 @@ pub struct NodeStore {
     pub ram: BufferRam,
 }
 
-/// All components and storage, by [`ComponentId`]: the system's [`Wiring`] (counting
+/// All components and storage, by [`ComponentId`](sim_kernel::ComponentId): the system's [`Wiring`] (counting
 /// misroutes: a run fails on any, `RunError::Misrouted`).
 pub type SystemWorld = Wiring<Comp, Vec<NodeStore>>;
 

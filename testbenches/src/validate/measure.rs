@@ -126,6 +126,7 @@ pub fn measure(cfg: &SystemConfig) -> Result<Measurements, MeasureError> {
                 bytes: 1 << 20,
                 burst: Some(512),
                 offset: 0,
+                stats: None,
             };
             let what = format!("dma {bus:?} {direction:?}").to_lowercase();
             let r = throughput(&args, cfg).map_err(|e| MeasureError::Dma {

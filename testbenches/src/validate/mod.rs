@@ -105,7 +105,7 @@ fn exempt(stage: &crate::system::breakdown::Stage) -> bool {
         || stage.name == "VipPostRecv"
 }
 
-/// The longest stage of `bd` that is not [`exempt`] \[ns\], and its name. A stage that
+/// The longest stage of `bd` that is not `exempt` \[ns\], and its name. A stage that
 /// other stages interrupt (the card's doorbell step while the host reads a register
 /// over the same bus) counts whole: the durations of all pieces of one stage name of one
 /// component are added up.
