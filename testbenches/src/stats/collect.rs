@@ -255,6 +255,7 @@ pub(super) fn att(out: &mut Vec<Counter>, prefix: &str, s: &AttStats) {
         table_writes: "count", "ATT table writes (L1 and L2)";
         wrong_inputs: "count", "messages of a kind the manager does not take (a wiring bug)";
         unexpected_completions: "count", "table access completions matching no access in progress";
+        bit_flips: "bits", "bits flipped in the table's card SDRAM (faults.att_flip_*)";
     });
 }
 
@@ -269,7 +270,8 @@ pub(super) const ATT_FIELDS: &[&str] = fields_of!(
     l2_entries_read,
     table_writes,
     wrong_inputs,
-    unexpected_completions
+    unexpected_completions,
+    bit_flips
 );
 
 /// The GEC (`n0.card.gec`).
@@ -573,6 +575,10 @@ pub(super) fn wire_faults(out: &mut Vec<Counter>, prefix: &str, s: &WireFaultSta
         bits_flipped: "bits", "bits inverted in all of them";
         link_down_lost: "frames", "frames whose transmission overlapped the link-down window";
         link_down_truncated: "frames", "of those, frames the far end saw truncated";
+        frames_duplicated: "frames", "frames delivered twice (faults.duplicate)";
+        frames_held: "frames", "frames held back (faults.reorder)";
+        frames_reordered: "frames", "of those, frames overtaken by the next frame of their direction";
+        frames_delayed: "frames", "frames that waited on the far line behind a copy or a released frame";
     });
 }
 
@@ -583,7 +589,11 @@ pub(super) const WIRE_FAULT_FIELDS: &[&str] = fields_of!(
     frames_corrupted,
     bits_flipped,
     link_down_lost,
-    link_down_truncated
+    link_down_truncated,
+    frames_duplicated,
+    frames_held,
+    frames_reordered,
+    frames_delayed
 );
 
 /// The simulation kernel (`sim.events`, `sim.simulated_ps`).
