@@ -44,6 +44,7 @@ mod bulk;
 mod complete;
 pub mod fsm;
 mod inputs;
+mod lookahead;
 pub mod tenure;
 pub(crate) mod words;
 
