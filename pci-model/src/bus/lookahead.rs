@@ -2,7 +2,9 @@
 //! lands before it (an input wakes the bus and the bound is computed again): the
 //! arbitration of an idle bus stepped ahead to the clock of the next address phase, and
 //! the data phases of a transaction to a device target (a read whose data has not landed
-//! yet, or has; a write the device takes at once).
+//! yet, or has; a write the device takes at once). Also the turnaround clock after the
+//! last queued transaction, which no input can change, stepped at once instead of at a
+//! wake-up of its own.
 //!
 //! Every bound here is a lower bound on the first clock that can have an output
 //! (a message, a host-memory commit): the clocks before it are stepped late, through the
@@ -13,6 +15,7 @@
 use super::tenure::{Tenure, INITIAL_LATENCY_LIMIT};
 use super::words::{words, words_within};
 use super::{BusPhase, DeviceReply, PciBus, TargetKind};
+use crate::params::Stepping;
 
 /// Masters the arbitration look-ahead handles (more: the bound falls back to REQ#).
 const LOOKAHEAD_MASTERS: usize = 16;
@@ -22,6 +25,22 @@ const LOOKAHEAD_MASTERS: usize = 16;
 const LOOKAHEAD_SLACK: u64 = 4;
 
 impl PciBus {
+    /// Without a trace, with clock `c` just stepped: whether clock `c + 1` is the
+    /// turnaround after a transaction with nothing queued behind it and no commit due,
+    /// so that no input can change it (a request landing at its edge is REQ# in it,
+    /// sampled only in the clock after; a device's late answer or a write-retry window
+    /// concerns no transaction in it) and it may be stepped now: it only releases FRAME#
+    /// and IRDY#, steps the arbiter with every REQ# line off and counts one idle clock.
+    pub(super) fn turnaround_is_fixed(&self, c: u64, tracing: bool) -> bool {
+        self.params.stepping == Stepping::FastForward
+            && !tracing
+            && self.clk_next == c + 1
+            && self.active.is_none()
+            && self.phase.state() != BusPhase::Idle
+            && self.masters.iter().all(|m| m.queue.is_empty())
+            && self.next_commit_clock().is_none_or(|k| k > c + 1)
+    }
+
     /// With no transaction in progress and no input landing: the first clock after `c`
     /// in which a master starts an address phase, and which master. The REQ# lines of
     /// each clock follow from the queues and hold-offs alone, so the arbiter is stepped

@@ -481,7 +481,13 @@ impl PciBus {
                 }
                 self.tick = None;
                 self.run_to(now, ctx, &mut mem);
-                if let Some(next) = self.next_tick(now, ctx.tracing()) {
+                let mut last = now;
+                if self.turnaround_is_fixed(now, ctx.tracing()) {
+                    self.step(now + 1, ctx, &mut mem);
+                    self.clk_next = now + 2;
+                    last = now + 1;
+                }
+                if let Some(next) = self.next_tick(last, ctx.tracing()) {
                     self.ensure_tick(next, ctx);
                 }
             }
@@ -491,8 +497,10 @@ impl PciBus {
                 }
                 self.accept(other, now, ctx);
                 // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
-                // or (fast, untraced) where the first clock it can change has an output.
-                let next = match (now.checked_sub(1), self.params.stepping, ctx.tracing()) {
+                // or (fast, untraced) where the first clock it can change has an output
+                // (clock `now` may have been stepped already: a fixed turnaround).
+                let stepped = self.clk_next.checked_sub(1);
+                let next = match (stepped, self.params.stepping, ctx.tracing()) {
                     (Some(last), Stepping::FastForward, false) => self
                         .next_tick(last, false)
                         .map_or(now + 1, |k| k.max(now + 1)),
