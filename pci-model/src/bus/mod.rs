@@ -57,7 +57,7 @@ use crate::msg::{BusRequest, Command, MasterId, PciMsg};
 use crate::params::{BridgeParams, BusParams, Stepping, TargetProfile};
 use crate::stats::{BusStats, MasterStats, TenureRecord};
 use arbiter::Arbiter;
-use sim_kernel::{ComponentId, Ctx, Cycles, Fsm, Priority, Time};
+use sim_kernel::{ComponentId, Ctx, Cycles, EventToken, Fsm, Priority, Time};
 use std::collections::VecDeque;
 use tenure::Tenure;
 
@@ -178,6 +178,8 @@ pub struct PciBus {
     now_clk: u64,
     clk_next: u64,
     tick: Option<u64>,
+    /// The queued wake-up of `tick`, cancelled when superseded.
+    tick_token: Option<EventToken>,
     generation: u64,
     phase: Fsm<BusPhase>,
     arb: Arbiter,
@@ -215,6 +217,7 @@ impl PciBus {
             now_clk: 0,
             clk_next: 0,
             tick: None,
+            tick_token: None,
             generation: 0,
             phase: Fsm::new("pci.bus", BusPhase::Idle),
             masters: Vec::new(),
@@ -480,6 +483,7 @@ impl PciBus {
                     return; // a superseded wake-up
                 }
                 self.tick = None;
+                self.tick_token = None;
                 self.run_to(now, ctx, &mut mem);
                 let mut last = now;
                 if self.turnaround_is_fixed(now, ctx.tracing()) {
@@ -499,14 +503,24 @@ impl PciBus {
                 // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
                 // or (fast, untraced) where the first clock it can change has an output
                 // (clock `now` may have been stepped already: a fixed turnaround).
+                // Untraced, that bound takes every input so far into account, so it
+                // replaces the wake-up queued before, also when it is later, unless
+                // that one is at this edge (still to come: it steps clock `now` on
+                // time, which can have an output of this very input).
                 let stepped = self.clk_next.checked_sub(1);
-                let next = match (stepped, self.params.stepping, ctx.tracing()) {
-                    (Some(last), Stepping::FastForward, false) => self
-                        .next_tick(last, false)
-                        .map_or(now + 1, |k| k.max(now + 1)),
-                    _ => now + 1,
-                };
-                self.ensure_tick(next, ctx);
+                match (stepped, self.params.stepping, ctx.tracing()) {
+                    (Some(last), Stepping::FastForward, false) => {
+                        let next = self
+                            .next_tick(last, false)
+                            .map_or(now + 1, |k| k.max(now + 1));
+                        if self.tick == Some(now) {
+                            self.ensure_tick(next, ctx);
+                        } else {
+                            self.set_tick(next, ctx);
+                        }
+                    }
+                    _ => self.ensure_tick(now + 1, ctx),
+                }
             }
         }
     }
@@ -598,16 +612,29 @@ impl PciBus {
         if self.tick.is_some_and(|t| t <= k) {
             return;
         }
+        self.set_tick(k, ctx);
+    }
+
+    /// Makes clock `k` (> now) the bus's next wake-up, cancelling the one queued before.
+    fn set_tick<M: From<PciMsg>>(&mut self, k: u64, ctx: &mut Ctx<'_, M>) {
+        if self.tick == Some(k) {
+            return;
+        }
+        if let Some(old) = self.tick_token.take() {
+            ctx.cancel(old);
+        }
         self.generation += 1;
         self.tick = Some(k);
         let n = k.saturating_sub(self.now_clk).max(1);
-        ctx.wake_after_with(
-            Cycles(n),
-            Priority::LATE,
-            PciMsg::Tick {
-                generation: self.generation,
-            }
-            .into(),
+        self.tick_token = Some(
+            ctx.wake_after_cancellable(
+                Cycles(n),
+                Priority::LATE,
+                PciMsg::Tick {
+                    generation: self.generation,
+                }
+                .into(),
+            ),
         );
     }
 }
