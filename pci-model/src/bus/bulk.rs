@@ -247,14 +247,25 @@ impl PciBus {
                     b.write_limit(addr)
                 };
                 let n = words_within(addr, end, w, limit).min(words(addr, end, w));
-                let lt = self.masters.get(m).map_or(0, |p| p.lt);
-                (devsel + n.max(1) - 1).min(lt).max(devsel)
+                // The latency timer cuts it only if GNT# is taken away (another
+                // master requests; one that does later is an input).
+                let last = devsel + n.max(1) - 1;
+                match self.masters.get(m).map(|p| p.lt) {
+                    Some(lt) if others_queued => last.min(lt).max(devsel),
+                    Some(_) => last,
+                    None => devsel,
+                }
             }),
             Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => self
                 .decode(addr, m)
                 .and_then(|ti| {
                     let w = self.width_for(m, ti);
-                    let lt = self.masters.get(m).map_or(0, |p| p.lt);
+                    let others = self
+                        .masters
+                        .iter()
+                        .enumerate()
+                        .any(|(i, p)| i != m && !p.queue.is_empty());
+                    let lt = self.masters.get(m).map(|p| p.lt).filter(|_| others);
                     self.device_write_output(ti, (addr, q.req.addr + q.total, w), 0, lt)
                 })
                 .unwrap_or(profile.devsel.clocks()),

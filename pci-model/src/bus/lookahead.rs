@@ -103,7 +103,8 @@ impl PciBus {
     }
 
     /// For a write of `[addr, end)` to device target `ti` starting in clock `a` with the
-    /// latency timer `lt`: the first clock after `a` in which it can have an output. No
+    /// latency timer `lt` (`None`: GNT# cannot be taken away, no other master
+    /// requests): the first clock after `a` in which it can have an output. No
     /// write-retry window is on (else `None`: the first data phase may be Retried), so the
     /// device takes a word per clock from its first data phase (DEVSEL#, after its write
     /// wait states) up to its burst limit; the transaction ends in the clock of its last
@@ -114,7 +115,7 @@ impl PciBus {
         ti: usize,
         (addr, end, w): (u64, u64, u64),
         a: u64,
-        lt: u64,
+        lt: Option<u64>,
     ) -> Option<u64> {
         if !self.write_retry.is_empty() {
             return None;
@@ -131,7 +132,19 @@ impl PciBus {
         let n = words_within(addr, end, w, lim)
             .max(1)
             .min(words(addr, end, w).max(1));
-        Some((first + n - 1).min((a + lt).max(first)))
+        Some(cut_by_timer(first + n - 1, first, a, lt))
+    }
+
+    /// Whether GNT# may be taken from the owner of transaction `t` before it ends: it is
+    /// not granted, or another master has a request queued (a request landing later is
+    /// an input, and the bound is computed again).
+    pub(super) fn others_want(&self, t: &Tenure) -> bool {
+        self.arb.gnt() != Some(t.master)
+            || self
+                .masters
+                .iter()
+                .enumerate()
+                .any(|(i, p)| i != t.master && !p.queue.is_empty())
     }
 
     /// For a transaction `t` to device target `ti` that has moved no word yet, with
@@ -147,9 +160,10 @@ impl PciBus {
         if !t.frame || t.stop_prev || t.done_words > 0 {
             return None;
         }
+        let lt = self.others_want(t).then_some(t.lt);
         if !t.command.is_read() {
             return self
-                .device_write_output(ti, (t.addr, t.end, t.w), t.a_clk, t.lt)
+                .device_write_output(ti, (t.addr, t.end, t.w), t.a_clk, lt)
                 .map(|k| k.max(c + 1));
         }
         let target = self.targets.get(ti)?;
@@ -171,8 +185,18 @@ impl PciBus {
                 if n == 0 {
                     return Some(from); // target abort in its first data phase
                 }
-                Some((from + n - 1).min((t.a_clk + t.lt).max(from)))
+                Some(cut_by_timer(from + n - 1, from, t.a_clk, lt))
             }
         }
+    }
+}
+
+/// The clock a transaction whose last word moves in clock `last` (its first in `first`,
+/// its address phase in `a`) ends at the earliest, when its latency timer `lt` may cut
+/// it (FRAME# released in the first clock with `c - a >= lt` and GNT# removed, §3.5.4).
+fn cut_by_timer(last: u64, first: u64, a: u64, lt: Option<u64>) -> u64 {
+    match lt {
+        Some(lt) => last.min((a + lt).max(first)),
+        None => last,
     }
 }

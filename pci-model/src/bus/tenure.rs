@@ -506,7 +506,7 @@ impl PciBus {
     /// clock and streams a word per clock; a write the posting buffer has room for),
     /// the clocks from its address phase to its last one at the earliest: DEVSEL#, then
     /// one word per clock up to what the target takes, or the master's latency timer
-    /// if that comes first. `None` for any other transaction.
+    /// if that comes first and GNT# may be taken away. `None` for any other transaction.
     fn bridge_burst_clocks(&self, t: &Tenure, ti: usize) -> Option<u64> {
         if !matches!(self.targets.get(ti)?.kind, TargetKind::HostBridge) {
             return None;
@@ -520,7 +520,14 @@ impl PciBus {
             b.write_limit(t.addr)
         };
         let n = words_within(t.addr, t.end, t.w, limit).min(t.words);
-        (n > 0).then(|| (t.devsel + n - 1).min(t.lt).max(t.devsel))
+        let last = t.devsel + n - 1;
+        (n > 0).then(|| {
+            if self.others_want(t) {
+                last.min(t.lt).max(t.devsel)
+            } else {
+                last
+            }
+        })
     }
 
     /// Clocks after `c` that are certainly plain data phases of the transaction in
