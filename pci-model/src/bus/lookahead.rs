@@ -60,7 +60,8 @@ impl PciBus {
         let mut idle = self.phase.state() == BusPhase::Idle;
         let mut reqs = [false; LOOKAHEAD_MASTERS];
         let horizon = last_on.max(c + 1).saturating_add(LOOKAHEAD_SLACK);
-        for k in c + 1..=horizon {
+        let mut k = c + 1;
+        while k <= horizon {
             // REQ# of clock k - 1, as `req_lines` samples it (no transaction in progress).
             let prev = k - 1;
             for (line, port) in reqs.iter_mut().zip(&self.masters) {
@@ -77,8 +78,20 @@ impl PciBus {
                 }
             }
             // The clock is idle (or the turnaround after a transaction, idle too).
+            let before = arb.clone();
             arb.step(lines, None, true);
+            if idle && arb == before {
+                // A fixed point: nothing changes before a REQ# line turns on.
+                k = self
+                    .masters
+                    .iter()
+                    .filter_map(|p| p.queue.front().map(|q| p.req_on_from(q)))
+                    .filter(|&on| on > k)
+                    .min()?;
+                continue;
+            }
             idle = true;
+            k += 1;
         }
         None
     }
