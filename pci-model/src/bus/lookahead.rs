@@ -170,6 +170,12 @@ impl PciBus {
     /// the initial latency limit), which keeps per-clock wake-ups. A read whose data has
     /// landed moves a word per clock from DEVSEL# up to what the data covers.
     pub(super) fn device_output_clock(&self, t: &Tenure, ti: usize, c: u64) -> Option<u64> {
+        self.device_output_bound(t, ti, c)
+            .map(|k| k.saturating_add(self.untraced_skew))
+    }
+
+    /// [`PciBus::device_output_clock`] without the test hook's skew.
+    fn device_output_bound(&self, t: &Tenure, ti: usize, c: u64) -> Option<u64> {
         if !t.frame || t.stop_prev || t.done_words > 0 {
             return None;
         }

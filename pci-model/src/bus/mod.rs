@@ -195,6 +195,9 @@ pub struct PciBus {
     next_read_tag: u64,
     /// Scratch for the REQ# lines of the clock being stepped (reused every clock).
     reqs_buf: Vec<bool>,
+    /// Test hook: clocks added to the untraced wake-up bound of a device transaction
+    /// (see [`PciBus::set_untraced_skew_clocks`]); 0 in every real run.
+    untraced_skew: u64,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
     log_window: Option<LogWindow>,
@@ -230,6 +233,7 @@ impl PciBus {
             write_retry: Vec::new(),
             next_read_tag: 1,
             reqs_buf: Vec::new(),
+            untraced_skew: 0,
             stats: BusStats::default(),
             log: None,
             log_window: None,
@@ -394,6 +398,13 @@ impl PciBus {
     #[must_use]
     pub fn write_retry_windows(&self) -> &[(u64, u64)] {
         &self.write_retry
+    }
+
+    /// Test hook: wakes the bus `clocks` late for the end of a device transaction in the
+    /// untraced fast path, a deliberately broken fast path that the lockstep harness
+    /// must catch (a late output). 0 (the default) in every real run.
+    pub fn set_untraced_skew_clocks(&mut self, clocks: u64) {
+        self.untraced_skew = clocks;
     }
 
     /// Turns the per-transaction log on (clearing it) or off.
