@@ -188,7 +188,8 @@ pub struct PciBus {
     targets: Vec<TargetEntry>,
     bridge: Option<HostBridge>,
     bridge_master: Option<usize>,
-    active: Option<Tenure>,
+    /// The transaction in progress (boxed: each clock takes it out and puts it back).
+    active: Option<Box<Tenure>>,
     device_reads: Vec<DeviceRead>,
     /// Device write-retry windows `[start, end)` that are on (back-pressure).
     write_retry: Vec<(u64, u64)>,

@@ -175,7 +175,7 @@ impl PciBus {
                 }
             }
         }
-        self.active = Some(Tenure {
+        self.active = Some(Box::new(Tenure {
             master: m,
             tag,
             command,
@@ -199,7 +199,7 @@ impl PciBus {
             first_data: None,
             last_data: None,
             retry_window: false,
-        });
+        }));
         self.stats.transactions += 1;
         if let Some(s) = self.stats.per_master.get_mut(m) {
             s.transactions += 1;
