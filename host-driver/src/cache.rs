@@ -165,7 +165,8 @@ impl CacheModel {
             .get_mut(s)
             .and_then(|set| set.iter_mut().find(|l| l.addr == line_pa))
         {
-            l.bytes = memory.to_vec();
+            l.bytes.clear();
+            l.bytes.extend_from_slice(memory); // reuses the line's buffer
         }
     }
 

@@ -21,7 +21,7 @@
 //! ```
 
 use crate::clock::ClockDomain;
-use crate::queue::{EventQueue, Priority};
+use crate::queue::{EventQueue, EventToken, Priority};
 use crate::time::{Cycles, Time};
 use crate::trace::{MsgId, Span, TraceSink};
 use core::fmt;
@@ -335,7 +335,7 @@ impl<M> Kernel<M> {
         min_cycles: Cycles,
         prio: Priority,
         msg: M,
-    ) {
+    ) -> EventToken {
         let di = usize::from(self.component_domain(to).0);
         let d = &self.domains[di];
         let now_edge = match self.edge_cache.get(di) {
@@ -356,7 +356,7 @@ impl<M> Kernel<M> {
         } else {
             d.edge_at_or_after(earliest)
         };
-        self.queue.push(t, prio, (to, msg));
+        self.queue.push_token(t, prio, (to, msg))
     }
 }
 
@@ -457,6 +457,23 @@ impl<M> Ctx<'_, M> {
     pub fn wake_at(&mut self, at: Time, msg: M) {
         let me = self.me;
         self.send_at(me, at, msg);
+    }
+
+    /// Like [`Ctx::wake_after_with`], and returns the token that cancels the wake-up
+    /// ([`Ctx::cancel`]), e.g. when a later input makes it unnecessary.
+    #[inline]
+    pub fn wake_after_cancellable(&mut self, n: Cycles, prio: Priority, msg: M) -> EventToken {
+        let me = self.me;
+        self.kernel
+            .push_to(me, Time::ZERO, Cycles(n.0.max(1)), prio, msg)
+    }
+
+    /// Cancels a queued event of this run by its token: it is never delivered (nor
+    /// counted); the order of the others is unchanged. Returns whether it was still
+    /// queued.
+    #[inline]
+    pub fn cancel(&mut self, token: EventToken) -> bool {
+        self.kernel.queue.cancel(token)
     }
 
     /// The trace sink.

@@ -28,7 +28,7 @@ pub mod wiring;
 pub use clock::{ClockDomain, ClockError};
 pub use fsm::{Fsm, StateName, TransitionSink};
 pub use kernel::{ComponentId, Ctx, DomainId, Kernel, RunLimit, RunOutcome, RunStats, World};
-pub use queue::Priority;
+pub use queue::{EventToken, Priority};
 pub use rng::SplitMix64;
 pub use time::{Bytes, Cycles, Duration, Time};
 pub use trace::{MsgId, Span, TraceSink, Transition};

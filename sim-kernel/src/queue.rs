@@ -9,6 +9,10 @@
 //! The heap holds only the key and a slot index (24 bytes an entry); the payloads wait
 //! in a slab of slots reused through a free list, so sifting moves small entries and no
 //! event allocates once the slab has grown to the run's peak.
+//!
+//! An event can be cancelled by the [`EventToken`] its push returned: its payload is
+//! dropped at once and its heap entry is skipped when it reaches the top (its slot is
+//! reused only then), so it is never delivered and the order of the others is unchanged.
 
 use crate::time::Time;
 use core::cmp::Ordering;
@@ -61,6 +65,21 @@ impl<T> Entry<T> {
     }
 }
 
+/// A queued event's handle, to cancel it ([`EventQueue::cancel`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventToken {
+    slot: u32,
+    seq: u64,
+}
+
+/// A slab slot: the sequence number of the event that holds it and its payload (`None`
+/// once popped or cancelled).
+#[derive(Debug)]
+struct Slot<T> {
+    seq: u64,
+    item: Option<T>,
+}
+
 /// A heap entry: the key and the slab slot of its payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Keyed {
@@ -85,11 +104,13 @@ impl Ord for Keyed {
 #[derive(Debug)]
 pub struct EventQueue<T> {
     heap: BinaryHeap<Keyed>,
-    /// Payloads by slot; `None` is a free slot.
-    slab: Vec<Option<T>>,
+    /// Payloads by slot; a `None` payload is a free slot or a cancelled event's.
+    slab: Vec<Slot<T>>,
     /// Free slots, reused last freed first.
     free: Vec<u32>,
     next_seq: u64,
+    /// Cancelled events whose heap entries are still queued (never at the top).
+    cancelled: usize,
 }
 
 impl<T> Default for EventQueue<T> {
@@ -107,6 +128,7 @@ impl<T> EventQueue<T> {
             slab: Vec::with_capacity(256),
             free: Vec::with_capacity(256),
             next_seq: 0,
+            cancelled: 0,
         }
     }
 
@@ -115,35 +137,84 @@ impl<T> EventQueue<T> {
     /// # Panics
     /// With 2^32 events queued at once (far beyond any run's memory).
     pub fn push(&mut self, time: Time, priority: Priority, item: T) -> u64 {
+        self.push_token(time, priority, item).seq
+    }
+
+    /// Queues `item` at `time` with `priority`; returns the token that cancels it.
+    ///
+    /// # Panics
+    /// With 2^32 events queued at once (far beyond any run's memory).
+    pub fn push_token(&mut self, time: Time, priority: Priority, item: T) -> EventToken {
         let seq = self.next_seq & SEQ_MASK;
         // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
         self.next_seq = self.next_seq.wrapping_add(1);
         let key =
             (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
+        let cell = Slot {
+            seq,
+            item: Some(item),
+        };
         let slot = match self.free.pop() {
             Some(s) => {
-                if let Some(cell) = self.slab.get_mut(s as usize) {
-                    *cell = Some(item);
+                if let Some(c) = self.slab.get_mut(s as usize) {
+                    *c = cell;
                 }
                 s
             }
             None => {
                 // More than 2^32 events queued at once is beyond any run's memory.
                 let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
-                self.slab.push(Some(item));
+                self.slab.push(cell);
                 s
             }
         };
         self.heap.push(Keyed { key, slot });
-        seq
+        EventToken { slot, seq }
+    }
+
+    /// Cancels the event of `token` if it is still queued (its payload is dropped; it
+    /// will never pop). Returns whether it was.
+    pub fn cancel(&mut self, token: EventToken) -> bool {
+        let Some(cell) = self.slab.get_mut(token.slot as usize) else {
+            return false;
+        };
+        if cell.seq != token.seq || cell.item.is_none() {
+            return false;
+        }
+        cell.item = None;
+        self.cancelled += 1;
+        self.purge();
+        true
+    }
+
+    /// Drops cancelled entries from the top of the heap, freeing their slots, so the
+    /// top is always a live event.
+    fn purge(&mut self) {
+        while self.cancelled > 0 {
+            let Some(&Keyed { slot, .. }) = self.heap.peek() else {
+                return;
+            };
+            if self
+                .slab
+                .get(slot as usize)
+                .is_some_and(|c| c.item.is_some())
+            {
+                return;
+            }
+            self.heap.pop();
+            self.free.push(slot);
+            self.cancelled -= 1;
+        }
     }
 
     /// Removes and returns the earliest event.
     pub fn pop(&mut self) -> Option<Entry<T>> {
         let Keyed { key, slot } = self.heap.pop()?;
-        let item = self.slab.get_mut(slot as usize).and_then(Option::take);
+        let item = self.slab.get_mut(slot as usize).and_then(|c| c.item.take());
         self.free.push(slot);
-        // Every heap entry's slot holds its payload until it is popped.
+        self.purge();
+        // Every heap entry's slot holds its payload until it is popped (the top is
+        // never a cancelled event: `purge`).
         item.map(|item| Entry { key, item })
     }
 
@@ -157,18 +228,18 @@ impl<T> EventQueue<T> {
     /// Number of queued events.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - self.cancelled
     }
 
     /// Every queued item, in no particular order (for inspection, e.g. stall detection).
     pub fn items(&self) -> impl Iterator<Item = &T> {
-        self.slab.iter().flatten()
+        self.slab.iter().filter_map(|c| c.item.as_ref())
     }
 
     /// Whether no event is queued.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -189,7 +260,62 @@ mod tests {
         assert_eq!(order, vec![200, 100, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
 
+    #[test]
+    fn cancelled_events_never_pop_and_keep_the_order() {
+        let mut q = EventQueue::new();
+        let a = q.push_token(Time(5), Priority::NORMAL, 1);
+        let b = q.push_token(Time(3), Priority::NORMAL, 2);
+        q.push(Time(5), Priority::NORMAL, 3);
+        assert!(q.cancel(b));
+        assert!(!q.cancel(b), "twice");
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.peek_time(), Some(Time(5)), "the top is a live event");
+        assert_eq!(q.items().count(), 2);
+        let first = q.pop().map(|e| e.item);
+        assert_eq!(first, Some(1));
+        assert!(!q.cancel(a), "already popped");
+        // The slot of a popped event is reused: the old token does not cancel the new.
+        let c = q.push_token(Time(9), Priority::NORMAL, 4);
+        assert!(!q.cancel(a));
+        assert_eq!(q.pop().map(|e| e.item), Some(3));
+        assert!(q.cancel(c));
+        assert!(q.is_empty());
+        assert!(q.pop().is_none());
+    }
+
     proptest! {
+        /// Whatever the insertion order, with any events cancelled, the others pop in
+        /// key order.
+        #[test]
+        fn cancelled_events_leave_the_others_in_order(
+            events in prop::collection::vec((0u64..50, 0u8..4, any::<bool>()), 0..300),
+        ) {
+            let mut q = EventQueue::new();
+            let tokens: Vec<_> = events
+                .iter()
+                .enumerate()
+                .map(|(i, (t, p, _))| q.push_token(Time(*t), Priority(*p), i))
+                .collect();
+            for (tok, (_, _, cancel)) in tokens.iter().zip(&events) {
+                if *cancel {
+                    prop_assert!(q.cancel(*tok));
+                }
+            }
+            let mut expected: Vec<(u64, u8, usize)> = events
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| !e.2)
+                .map(|(i, (t, p, _))| (*t, *p, i))
+                .collect();
+            expected.sort_unstable();
+            prop_assert_eq!(q.len(), expected.len());
+            let mut got = Vec::new();
+            while let Some(e) = q.pop() {
+                got.push((e.time().0, e.priority().0, e.item));
+            }
+            prop_assert_eq!(got, expected);
+        }
+
         /// Whatever the insertion order, pops come out sorted by (time, priority,
         /// insertion order), and the accessors give back what was pushed.
         #[test]

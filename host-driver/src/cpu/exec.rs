@@ -438,8 +438,9 @@ impl HostCpu {
     fn poke(&mut self, mem: &mut HostMemory, va: u64, data: &[u8]) -> Result<(), MemError> {
         self.page_table.write(mem, va, data)?;
         let n = usize::try_from(self.cache.line_bytes()).unwrap_or(32);
+        let mut bytes = vec![0u8; n]; // one buffer for every line of the write
         for l in self.lines_of(va, data.len() as u64)? {
-            let bytes = mem.read_vec(l, n)?;
+            mem.read(l, &mut bytes)?;
             self.cache.refresh(l, &bytes);
         }
         Ok(())

@@ -190,22 +190,31 @@ impl PciBus {
     }
 
     /// Without a trace and with no transaction in progress, the clocks after `c` before
-    /// the first one that can have an output: no transaction can start before its
-    /// master's REQ# line is asserted, and one that starts has no output before its
-    /// target's DEVSEL# clock, except a read of a device target, which announces itself
-    /// to the device in its address phase. 0 while a transaction is in progress or
+    /// the first one that can have an output: no transaction can start before the
+    /// arbitration stepped ahead gives its master the bus (or, past the look-ahead,
+    /// before its REQ# line is asserted), and one that starts has no output before its
+    /// target's DEVSEL# clock (a burst the target takes at once: its last word), except
+    /// a read of a device target, which announces itself to the device in its address
+    /// phase. 0 while a transaction is in progress or
     /// nothing is queued (the bus then steps to idle on time, so its counters are
     /// complete when a run ends).
     pub(super) fn untraced_idle_wait(&self, c: u64) -> u64 {
         if self.active.is_some() {
             return 0;
         }
+        // The master that starts first does so where the arbitration stepped ahead
+        // says; another may start as soon as its REQ# line is on (the first one's
+        // transaction can end early, in a Retry, without an output).
+        let first_start = self.first_start_after(c);
         self.masters
             .iter()
             .enumerate()
             .filter_map(|(m, p)| {
                 let q = p.queue.front()?;
-                let first = p.req_on_from(q);
+                let first = match first_start {
+                    Some((k, s)) if s == m => k,
+                    _ => p.req_on_from(q),
+                };
                 Some(first.saturating_add(self.silent_clocks_after_start(m, q)))
             })
             .min()
@@ -238,12 +247,28 @@ impl PciBus {
                     b.write_limit(addr)
                 };
                 let n = words_within(addr, end, w, limit).min(words(addr, end, w));
-                let lt = self.masters.get(m).map_or(0, |p| p.lt);
-                (devsel + n.max(1) - 1).min(lt).max(devsel)
+                // The latency timer cuts it only if GNT# is taken away (another
+                // master requests; one that does later is an input).
+                let last = devsel + n.max(1) - 1;
+                match self.masters.get(m).map(|p| p.lt) {
+                    Some(lt) if others_queued => last.min(lt).max(devsel),
+                    Some(_) => last,
+                    None => devsel,
+                }
             }),
-            Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => {
-                profile.devsel.clocks()
-            }
+            Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => self
+                .decode(addr, m)
+                .and_then(|ti| {
+                    let w = self.width_for(m, ti);
+                    let others = self
+                        .masters
+                        .iter()
+                        .enumerate()
+                        .any(|(i, p)| i != m && !p.queue.is_empty());
+                    let lt = self.masters.get(m).map(|p| p.lt).filter(|_| others);
+                    self.device_write_output(ti, (addr, q.req.addr + q.total, w), 0, lt)
+                })
+                .unwrap_or(profile.devsel.clocks()),
             Some(TargetKind::Device { .. }) | None => 0,
         }
     }

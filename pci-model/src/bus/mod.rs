@@ -44,6 +44,7 @@ mod bulk;
 mod complete;
 pub mod fsm;
 mod inputs;
+mod lookahead;
 pub mod tenure;
 pub(crate) mod words;
 
@@ -56,7 +57,7 @@ use crate::msg::{BusRequest, Command, MasterId, PciMsg};
 use crate::params::{BridgeParams, BusParams, Stepping, TargetProfile};
 use crate::stats::{BusStats, MasterStats, TenureRecord};
 use arbiter::Arbiter;
-use sim_kernel::{ComponentId, Ctx, Cycles, Fsm, Priority, Time};
+use sim_kernel::{ComponentId, Ctx, Cycles, EventToken, Fsm, Priority, Time};
 use std::collections::VecDeque;
 use tenure::Tenure;
 
@@ -177,6 +178,8 @@ pub struct PciBus {
     now_clk: u64,
     clk_next: u64,
     tick: Option<u64>,
+    /// The queued wake-up of `tick`, cancelled when superseded.
+    tick_token: Option<EventToken>,
     generation: u64,
     phase: Fsm<BusPhase>,
     arb: Arbiter,
@@ -185,13 +188,17 @@ pub struct PciBus {
     targets: Vec<TargetEntry>,
     bridge: Option<HostBridge>,
     bridge_master: Option<usize>,
-    active: Option<Tenure>,
+    /// The transaction in progress (boxed: each clock takes it out and puts it back).
+    active: Option<Box<Tenure>>,
     device_reads: Vec<DeviceRead>,
     /// Device write-retry windows `[start, end)` that are on (back-pressure).
     write_retry: Vec<(u64, u64)>,
     next_read_tag: u64,
     /// Scratch for the REQ# lines of the clock being stepped (reused every clock).
     reqs_buf: Vec<bool>,
+    /// Test hook: clocks added to the untraced wake-up bound of a device transaction
+    /// (see [`PciBus::set_untraced_skew_clocks`]); 0 in every real run.
+    untraced_skew: u64,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
     log_window: Option<LogWindow>,
@@ -214,6 +221,7 @@ impl PciBus {
             now_clk: 0,
             clk_next: 0,
             tick: None,
+            tick_token: None,
             generation: 0,
             phase: Fsm::new("pci.bus", BusPhase::Idle),
             masters: Vec::new(),
@@ -226,6 +234,7 @@ impl PciBus {
             write_retry: Vec::new(),
             next_read_tag: 1,
             reqs_buf: Vec::new(),
+            untraced_skew: 0,
             stats: BusStats::default(),
             log: None,
             log_window: None,
@@ -392,6 +401,13 @@ impl PciBus {
         &self.write_retry
     }
 
+    /// Test hook: wakes the bus `clocks` late for the end of a device transaction in the
+    /// untraced fast path, a deliberately broken fast path that the lockstep harness
+    /// must catch (a late output). 0 (the default) in every real run.
+    pub fn set_untraced_skew_clocks(&mut self, clocks: u64) {
+        self.untraced_skew = clocks;
+    }
+
     /// Turns the per-transaction log on (clearing it) or off.
     pub fn set_tenure_log(&mut self, on: bool) {
         self.log = on.then(Vec::new);
@@ -479,8 +495,15 @@ impl PciBus {
                     return; // a superseded wake-up
                 }
                 self.tick = None;
+                self.tick_token = None;
                 self.run_to(now, ctx, &mut mem);
-                if let Some(next) = self.next_tick(now, ctx.tracing()) {
+                let mut last = now;
+                if self.turnaround_is_fixed(now, ctx.tracing()) {
+                    self.step(now + 1, ctx, &mut mem);
+                    self.clk_next = now + 2;
+                    last = now + 1;
+                }
+                if let Some(next) = self.next_tick(last, ctx.tracing()) {
                     self.ensure_tick(next, ctx);
                 }
             }
@@ -490,14 +513,26 @@ impl PciBus {
                 }
                 self.accept(other, now, ctx);
                 // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
-                // or (fast, untraced) where the first clock it can change has an output.
-                let next = match (now.checked_sub(1), self.params.stepping, ctx.tracing()) {
-                    (Some(last), Stepping::FastForward, false) => self
-                        .next_tick(last, false)
-                        .map_or(now + 1, |k| k.max(now + 1)),
-                    _ => now + 1,
-                };
-                self.ensure_tick(next, ctx);
+                // or (fast, untraced) where the first clock it can change has an output
+                // (clock `now` may have been stepped already: a fixed turnaround).
+                // Untraced, that bound takes every input so far into account, so it
+                // replaces the wake-up queued before, also when it is later, unless
+                // that one is at this edge (still to come: it steps clock `now` on
+                // time, which can have an output of this very input).
+                let stepped = self.clk_next.checked_sub(1);
+                match (stepped, self.params.stepping, ctx.tracing()) {
+                    (Some(last), Stepping::FastForward, false) => {
+                        let next = self
+                            .next_tick(last, false)
+                            .map_or(now + 1, |k| k.max(now + 1));
+                        if self.tick == Some(now) {
+                            self.ensure_tick(next, ctx);
+                        } else {
+                            self.set_tick(next, ctx);
+                        }
+                    }
+                    _ => self.ensure_tick(now + 1, ctx),
+                }
             }
         }
     }
@@ -589,16 +624,29 @@ impl PciBus {
         if self.tick.is_some_and(|t| t <= k) {
             return;
         }
+        self.set_tick(k, ctx);
+    }
+
+    /// Makes clock `k` (> now) the bus's next wake-up, cancelling the one queued before.
+    fn set_tick<M: From<PciMsg>>(&mut self, k: u64, ctx: &mut Ctx<'_, M>) {
+        if self.tick == Some(k) {
+            return;
+        }
+        if let Some(old) = self.tick_token.take() {
+            ctx.cancel(old);
+        }
         self.generation += 1;
         self.tick = Some(k);
         let n = k.saturating_sub(self.now_clk).max(1);
-        ctx.wake_after_with(
-            Cycles(n),
-            Priority::LATE,
-            PciMsg::Tick {
-                generation: self.generation,
-            }
-            .into(),
+        self.tick_token = Some(
+            ctx.wake_after_cancellable(
+                Cycles(n),
+                Priority::LATE,
+                PciMsg::Tick {
+                    generation: self.generation,
+                }
+                .into(),
+            ),
         );
     }
 }

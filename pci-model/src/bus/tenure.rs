@@ -40,7 +40,7 @@ const MASTER_ABORT_CLOCKS: u64 = 5;
 /// Clocks from the address phase within which a target must complete its first data
 /// phase, else it ends the transaction with Retry (PCI 2.2 §3.5.1.1, the 16-clock
 /// initial latency rule: the Retry is signalled in the 16th clock after FRAME#).
-const INITIAL_LATENCY_LIMIT: u64 = 15;
+pub(super) const INITIAL_LATENCY_LIMIT: u64 = 15;
 /// Clocks from one data phase within which a target must complete the next, else it
 /// disconnects (PCI 2.2 §3.5.1.2, the 8-clock subsequent latency rule).
 const SUBSEQUENT_LATENCY_LIMIT: u64 = 8;
@@ -175,7 +175,7 @@ impl PciBus {
                 }
             }
         }
-        self.active = Some(Tenure {
+        self.active = Some(Box::new(Tenure {
             master: m,
             tag,
             command,
@@ -199,7 +199,7 @@ impl PciBus {
             first_data: None,
             last_data: None,
             retry_window: false,
-        });
+        }));
         self.stats.transactions += 1;
         if let Some(s) = self.stats.per_master.get_mut(m) {
             s.transactions += 1;
@@ -479,13 +479,14 @@ impl PciBus {
         }
     }
 
-    /// Without a trace: clocks after `c` before the transaction in progress can move its
-    /// first word or end (before DEVSEL# nothing moves; with no target it ends in
-    /// master abort), so before any output it can have. From DEVSEL# on the bus is
-    /// woken every clock while no data moves: a device's read data lands as an input
-    /// and may move (and end a one-word read, an output) in the clock it lands in, which
-    /// must then be stepped on time. 0 once a word has moved, after STOP#, or with no
-    /// transaction.
+    /// Without a trace: clocks after `c` before the transaction in progress can have an
+    /// output (before DEVSEL# nothing moves; with no target it ends in master abort; a
+    /// transaction to the host bridge or a device that moves a word per clock from
+    /// DEVSEL# ends with its last word, see `lookahead.rs`). Otherwise the bus is woken
+    /// every clock from DEVSEL# on while no data moves: a device's read data lands as an
+    /// input and may move (and end a one-word read, an output) in the clock it lands
+    /// in, which must then be stepped on time. 0 once a word has moved, after STOP#, or
+    /// with no transaction.
     pub(super) fn untraced_tenure_wait(&self, c: u64) -> u64 {
         let Some(t) = self.active.as_ref() else {
             return 0;
@@ -495,7 +496,12 @@ impl PciBus {
         }
         let first = match t.target {
             None => t.a_clk + MASTER_ABORT_CLOCKS,
-            Some(ti) => t.a_clk + self.bridge_burst_clocks(t, ti).unwrap_or(t.devsel),
+            Some(ti) => match self.bridge_burst_clocks(t, ti) {
+                Some(n) => t.a_clk + n,
+                None => self
+                    .device_output_clock(t, ti, c)
+                    .unwrap_or(t.a_clk + t.devsel),
+            },
         };
         first.saturating_sub(c + 1)
     }
@@ -505,7 +511,7 @@ impl PciBus {
     /// clock and streams a word per clock; a write the posting buffer has room for),
     /// the clocks from its address phase to its last one at the earliest: DEVSEL#, then
     /// one word per clock up to what the target takes, or the master's latency timer
-    /// if that comes first. `None` for any other transaction.
+    /// if that comes first and GNT# may be taken away. `None` for any other transaction.
     fn bridge_burst_clocks(&self, t: &Tenure, ti: usize) -> Option<u64> {
         if !matches!(self.targets.get(ti)?.kind, TargetKind::HostBridge) {
             return None;
@@ -519,7 +525,14 @@ impl PciBus {
             b.write_limit(t.addr)
         };
         let n = words_within(t.addr, t.end, t.w, limit).min(t.words);
-        (n > 0).then(|| (t.devsel + n - 1).min(t.lt).max(t.devsel))
+        let last = t.devsel + n - 1;
+        (n > 0).then(|| {
+            if self.others_want(t) {
+                last.min(t.lt).max(t.devsel)
+            } else {
+                last
+            }
+        })
     }
 
     /// Clocks after `c` that are certainly plain data phases of the transaction in

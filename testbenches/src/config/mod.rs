@@ -31,8 +31,8 @@ pub use pci::PciBusKind;
 pub use presets::{find as find_preset, Preset, DEFAULT_PRESET, PRESETS};
 pub use schema::{
     AttLocation, CardConfig, FaultDirection, FaultsConfig, HostConfig, HostCostsConfig, MacConfig,
-    PciBusConfig, PciConfig, SimConfig, SimStepping, SystemConfig, TopologyConfig, ViaConfig,
-    ViaReliability, ViplConfig, WireConfig,
+    PciBusConfig, PciConfig, SimConfig, SimStepping, SwitchKind, SystemConfig, TopologyConfig,
+    ViaConfig, ViaReliability, ViplConfig, WireConfig,
 };
 pub use schema_pci::{
     BridgeConfig, CardTargetConfig, Devsel, DmaMasterConfig, LocalTargetConfig, MacDmaConfig, Park,

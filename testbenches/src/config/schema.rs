@@ -66,8 +66,29 @@ pub enum SimStepping {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TopologyConfig {
-    /// Number of nodes. 2 are connected back to back; more need a switch model.
+    /// Number of nodes (2 ..= 64). 2 may be connected back to back; more need a switch.
     pub nodes: u32,
+    /// How the nodes are connected: `"none"` (two nodes back to back),
+    /// `"store-and-forward"` (every node on a port of one gigabit switch) or
+    /// `"cut-through"` (not modelled yet: refused).
+    pub switch: SwitchKind,
+    /// The switch's forwarding latency: from a frame's last byte in (FCS checked) to the
+    /// frame joining its output queue \[ns\].
+    pub switch_latency_ns: u32,
+}
+
+/// `topology.switch`: what connects the nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SwitchKind {
+    /// Two nodes, one cable between them.
+    #[serde(rename = "none")]
+    None,
+    /// A store-and-forward gigabit switch (`gige_mac::switch`), one port per node.
+    #[serde(rename = "store-and-forward")]
+    StoreAndForward,
+    /// A cut-through switch: accepted by the schema, refused until it is modelled.
+    #[serde(rename = "cut-through")]
+    CutThrough,
 }
 
 /// `[host]`: the host computer of one node.

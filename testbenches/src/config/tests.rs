@@ -113,14 +113,15 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 105);
+    assert_eq!(flat.len(), 107);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
-    assert_eq!(flat[92], ("faults.link_down_for_us".into(), "0".into()));
-    assert_eq!(flat[94], ("faults.reorder".into(), "0.0".into()));
-    assert_eq!(flat[95], ("faults.reorder_hold_us".into(), "20".into()));
-    assert_eq!(flat[99], ("faults.att_flip_bit".into(), "0".into()));
-    assert_eq!(flat[100], ("faults.pci_abort".into(), "none".into()));
-    assert_eq!(flat[104], ("via.reliability".into(), "unreliable".into()));
+    assert!(flat.contains(&("topology.switch".into(), "none".into())));
+    assert_eq!(flat[94], ("faults.link_down_for_us".into(), "0".into()));
+    assert_eq!(flat[96], ("faults.reorder".into(), "0.0".into()));
+    assert_eq!(flat[97], ("faults.reorder_hold_us".into(), "20".into()));
+    assert_eq!(flat[101], ("faults.att_flip_bit".into(), "0".into()));
+    assert_eq!(flat[102], ("faults.pci_abort".into(), "none".into()));
+    assert_eq!(flat[106], ("via.reliability".into(), "unreliable".into()));
 }
 
 #[test]
@@ -303,6 +304,17 @@ fn validation_names_the_key_and_the_limit() {
         ("host.cpu_clock_mhz=1e9", "host.cpu_clock_mhz", "at most"),
         ("topology.nodes=1", "topology.nodes", "at least 2"),
         ("topology.nodes=4", "topology.nodes", "switch"),
+        ("topology.nodes=65", "topology.nodes", "at most 64"),
+        (
+            "topology.switch=cut-through",
+            "topology.switch",
+            "not modelled",
+        ),
+        (
+            "topology.switch_latency_ns=0",
+            "topology.switch_latency_ns",
+            "8",
+        ),
         ("host.memory_mb=0", "host.memory_mb", "between 1 and 4096"),
         ("card.sdram_mb=0", "card.sdram_mb", "between"),
         ("mac.rx_fifo_bytes=0", "mac.rx_fifo_bytes", "between 64"),

@@ -64,23 +64,45 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
             ),
         ));
     }
-    match cfg.topology.nodes {
+    let t = &cfg.topology;
+    match t.nodes {
         0 | 1 => {
             return Err(problem(
                 "topology.nodes",
-                format!("{}: at least 2 nodes are needed", cfg.topology.nodes),
+                format!("{}: at least 2 nodes are needed", t.nodes),
             ))
         }
         2 => {}
-        n => {
+        n if n > 64 => {
+            return Err(problem(
+                "topology.nodes",
+                format!("{n}: at most 64 nodes (the switch's ports)"),
+            ))
+        }
+        n if t.switch == super::schema::SwitchKind::None => {
             return Err(problem(
                 "topology.nodes",
                 format!(
-                    "{n}: only 2 nodes (back to back) can be simulated until a switch model exists"
+                    "{n}: more than 2 nodes need a switch (topology.switch = \"store-and-forward\")"
                 ),
             ))
         }
+        _ => {}
     }
+    if t.switch == super::schema::SwitchKind::CutThrough {
+        return Err(problem(
+            "topology.switch",
+            "\"cut-through\" is not modelled yet: use \"store-and-forward\" or \"none\""
+                .to_string(),
+        ));
+    }
+    in_range(
+        "topology.switch_latency_ns",
+        t.switch_latency_ns,
+        8,
+        1_000_000,
+        " (one switch clock .. 1 ms)",
+    )?;
 
     for clock in cfg.clocks() {
         let mhz = clock.mhz;

@@ -5,6 +5,7 @@
 
 use gige_mac::dp83820::{BusSideStats, MacSideStats};
 use gige_mac::gec::GecStats;
+use gige_mac::switch::SwitchPortStats;
 use gige_mac::{RxStats, TxStats, WireFaultStats};
 use host_driver::CpuStats;
 use nic_model::att::AttStats;
@@ -610,4 +611,17 @@ pub(super) fn kernel(out: &mut Vec<Counter>, prefix: &str, s: &RunStats) {
         "ps",
         "simulated time reached",
     ));
+}
+
+pub(super) fn switch_port(out: &mut Vec<Counter>, prefix: &str, s: &SwitchPortStats) {
+    counters!(out, prefix, s, {
+        received: "frames", "good frames received on this port";
+        fcs_drops: "frames", "frames received with a bad FCS, dropped";
+        malformed_drops: "frames", "frames received too short, too long or broken, dropped";
+        filtered: "frames", "good frames whose destination was learned on this same port, dropped";
+        queue_drops: "frames", "frames that found this port's output queue full, dropped";
+        queued_out: "frames", "frames queued for output on this port";
+        flooded_out: "frames", "of those, copies made by flooding";
+        control_consumed: "frames", "MAC Control frames (PAUSE) received: consumed, never forwarded";
+    });
 }

@@ -76,6 +76,14 @@ pub fn of_system(sys: &System) -> Vec<Counter> {
             // The host-memory ATT's table port keeps no counters of its own (its DMA
             // shows in the card's DMA master and the system bus).
             Comp::AttPort(..) => {}
+            Comp::Switch(s) => {
+                for p in 0..s.port_count() {
+                    let port = gige_mac::PortIndex(u16::try_from(p).unwrap_or(u16::MAX));
+                    if let Some(st) = s.port_stats(port) {
+                        collect::switch_port(&mut out, &format!("switch.port{p}"), st);
+                    }
+                }
+            }
         }
     }
     collect::kernel(&mut out, "sim", &sys.kernel.stats());

@@ -7,7 +7,7 @@
 //! sources.
 
 use super::world::{Comp, Msg, NodeStore, SystemWorld};
-use crate::config::{feasible, AttLocation, PciBusKind, SystemConfig};
+use crate::config::{feasible, AttLocation, PciBusKind, SwitchKind, SystemConfig};
 use gige_mac::dp83820::{regs, Dp83820Bus, Dp83820Mac};
 use gige_mac::gec::Gec;
 use gige_mac::{
@@ -136,7 +136,8 @@ impl System {
         );
         let gmii_d = k.add_domain(domain("gmii", cfg.wire.gmii_clock_mhz)?);
 
-        let count = 2;
+        let count = usize::try_from(cfg.topology.nodes).map_err(model("topology.nodes"))?;
+        let switched = cfg.topology.switch != SwitchKind::None;
         let mut ids = Vec::new();
         for n in 0..count {
             ids.push(NodeIds {
@@ -152,6 +153,9 @@ impl System {
                 att_port: k.add_component(format!("n{n}.card.att_port"), pci_d),
             });
         }
+
+        // The switch, after every node's components (their ids are the nodes' order).
+        let switch_id = switched.then(|| k.add_component("switch", gmii_d));
 
         let layout = BufferLayout {
             tx_slots: u16::try_from(cfg.card.buffers.tx_slots)
@@ -296,7 +300,11 @@ impl System {
                 &mac_params,
                 &gige.wire,
                 id.mac_bus,
-                link.attachment(far.mac_side, PortIndex(0)),
+                match switch_id {
+                    #[allow(clippy::cast_possible_truncation)]
+                    Some(sw) => link.attachment(sw, PortIndex(n as u16)),
+                    None => link.attachment(far.mac_side, PortIndex(0)),
+                },
                 (n as u64) << 32,
             );
             if trace {
@@ -343,6 +351,21 @@ impl System {
                 mem,
                 ram: BufferRam::new(layout.clone()).map_err(model("card buffers"))?,
             });
+        }
+        if let Some(sw) = switch_id {
+            let links: Vec<_> = ids
+                .iter()
+                .map(|id| link.attachment(id.mac_side, PortIndex(0)))
+                .collect();
+            let params = gige_mac::SwitchParams {
+                forwarding_latency: sim_kernel::Duration::from_ns(u64::from(
+                    cfg.topology.switch_latency_ns,
+                )),
+                ..gige_mac::SwitchParams::default()
+            };
+            let switch = gige_mac::switch::Switch::new(&links, &gige.wire, &params)
+                .map_err(model("topology.nodes"))?;
+            world.place(sw, Comp::Switch(Box::new(switch)));
         }
         Ok(Self {
             kernel: k,
@@ -430,6 +453,7 @@ impl System {
                     Comp::MacBus(_, m) => m.stats().wrong_inputs,
                     Comp::MacSide(_, m) => m.stats().wrong_inputs,
                     Comp::AttPort(..) => 0,
+                    Comp::Switch(s) => s.unexpected(),
                 };
                 (n > 0).then(|| (self.kernel.component_name(id).to_owned(), n))
             })

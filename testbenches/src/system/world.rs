@@ -9,6 +9,7 @@
 
 use gige_mac::dp83820::{Dp83820Bus, Dp83820Mac};
 use gige_mac::gec::Gec;
+use gige_mac::switch::Switch;
 use gige_mac::{BufferRam, MacMsg};
 use host_driver::{HostCpu, HostMsg};
 use nic_model::att::{AttManager, HostTablePort};
@@ -74,6 +75,8 @@ pub enum Comp {
     MacSide(usize, Box<Dp83820Mac>),
     /// The host-memory ATT's table port.
     AttPort(usize, Box<HostTablePort>),
+    /// The gigabit switch every node's DP83820 is cabled to (`topology.switch`).
+    Switch(Box<Switch>),
 }
 
 /// The physical storage of one node.
@@ -112,6 +115,7 @@ impl Part<Msg, Vec<NodeStore>> for Comp {
             (Comp::AttPort(_, p), Msg::Nic(m)) => p.on_nic(m, ctx),
             (Comp::AttPort(_, p), Msg::Pci(m)) => p.on_pci(m, ctx),
             (Comp::MacSide(_, d), Msg::Mac(m)) => d.handle(m, ctx),
+            (Comp::Switch(s), Msg::Mac(m)) => s.handle(m, ctx),
             (_, m) => return Some(m),
         }
         None
