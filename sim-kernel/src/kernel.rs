@@ -482,6 +482,22 @@ impl<M> Ctx<'_, M> {
         &mut self.kernel.trace
     }
 
+    /// Records that this component's level `name` (in `unit`) is `value` from now on
+    /// (nothing when tracing is off).
+    #[inline]
+    pub fn record_level(&mut self, name: &'static str, unit: &'static str, value: u64) {
+        if self.kernel.trace.enabled() {
+            let l = crate::trace::Level {
+                time: self.now(),
+                component: self.me(),
+                name,
+                unit,
+                value,
+            };
+            self.kernel.trace.level(l);
+        }
+    }
+
     /// Whether tracing is on (check before building costly trace data).
     #[inline]
     #[must_use]

@@ -31,5 +31,5 @@ pub use kernel::{ComponentId, Ctx, DomainId, Kernel, RunLimit, RunOutcome, RunSt
 pub use queue::{EventToken, Priority};
 pub use rng::SplitMix64;
 pub use time::{Bytes, Cycles, Duration, Time};
-pub use trace::{MsgId, Span, TraceSink, Transition};
+pub use trace::{Level, MsgId, Span, TraceSink, Transition};
 pub use wiring::{Misroute, OnMisroute, Part, Wiring};

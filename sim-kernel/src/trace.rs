@@ -45,12 +45,31 @@ pub struct Transition {
     pub to: &'static str,
 }
 
-/// Collects spans and transitions when enabled; does nothing (one branch) when not.
+/// A numeric level of a component changed (a FIFO's fill): a sample of a counter, for
+/// waveforms and counter tracks. Levels are observations derived from the state, not
+/// part of the digests (which cover spans and transitions).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Level {
+    /// When the level took its value.
+    pub time: Time,
+    /// Whose level.
+    pub component: ComponentId,
+    /// The level's name within the component (e.g. `send_fifo`).
+    pub name: &'static str,
+    /// Its unit (e.g. `bytes`).
+    pub unit: &'static str,
+    /// The value from `time` on.
+    pub value: u64,
+}
+
+/// Collects spans, transitions and levels when enabled; does nothing (one branch) when
+/// not.
 #[derive(Clone, Debug, Default)]
 pub struct TraceSink {
     enabled: bool,
     spans: Vec<Span>,
     transitions: Vec<Transition>,
+    levels: Vec<Level>,
 }
 
 impl TraceSink {
@@ -99,6 +118,20 @@ impl TraceSink {
         }
     }
 
+    /// Records a level's new value.
+    #[inline]
+    pub fn level(&mut self, l: Level) {
+        if self.enabled {
+            self.levels.push(l);
+        }
+    }
+
+    /// Levels recorded so far, in order.
+    #[must_use]
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+
     /// Spans recorded so far, in the order they were recorded.
     #[must_use]
     pub fn spans(&self) -> &[Span] {
@@ -115,6 +148,7 @@ impl TraceSink {
     pub fn clear(&mut self) {
         self.spans.clear();
         self.transitions.clear();
+        self.levels.clear();
     }
 
     /// A stable 64-bit digest (FNV-1a) of everything recorded, in order.

@@ -110,6 +110,9 @@ fn flows_lead_from_the_post_to_the_remote_detection_and_counters_are_present() {
             "pci.system utilisation (%)",
             "pci.local utilisation (%)",
             "card.engine descriptors in flight",
+            "card.engine send_fifo (bytes)",
+            "card.engine recv_fifo (bytes)",
+            "dp83820.mac rx_fifo (bytes)",
         ] {
             let name = format!("{n}.{track}");
             assert!(counters.contains(&name.as_str()), "{name}");
@@ -119,4 +122,19 @@ fn flows_lead_from_the_post_to_the_remote_detection_and_counters_are_present() {
         .iter()
         .filter(|e| e["ph"] == "C" && e["args"]["busy"].is_number())
         .any(|e| e["args"]["busy"].as_f64().unwrap() > 0.0));
+    // A 4-byte message passes through each FIFO: every fill rises to 4 bytes (the
+    // DP83820 holds the whole 64-byte minimum frame) and falls back to 0.
+    for (track, peak) in [
+        ("n0.card.engine send_fifo (bytes)", 4),
+        ("n1.card.engine recv_fifo (bytes)", 4),
+        ("n1.dp83820.mac rx_fifo (bytes)", 60),
+    ] {
+        let fills: Vec<u64> = events
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == track)
+            .map(|e| e["args"]["fill"].as_u64().unwrap())
+            .collect();
+        assert!(fills.iter().any(|&f| f >= peak), "{track}: {fills:?}");
+        assert_eq!(fills.last(), Some(&0), "{track} drains: {fills:?}");
+    }
 }

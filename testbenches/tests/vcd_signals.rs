@@ -142,6 +142,17 @@ fn a_payload_dma_write_carries_the_bytes_in_order() {
         pcap.to_str().unwrap(),
     ]);
     let w = read(&wave);
+    // The FIFO fills: integer wires that rise with the message and drain back to 0.
+    for (path, peak) in [
+        (["hvia", "n0", "card", "engine", "send_fifo"], 64),
+        (["hvia", "n1", "card", "engine", "recv_fifo"], 64),
+        (["hvia", "n1", "dp83820", "mac", "rx_fifo"], 64),
+    ] {
+        let id = w.id(&path).unwrap_or_else(|| panic!("{path:?} missing"));
+        let values: Vec<u64> = w.changes[&id].iter().map(|(_, v)| num(v)).collect();
+        assert!(values.iter().any(|&v| v >= peak), "{path:?}: {values:?}");
+        assert_eq!(values.last(), Some(&0), "{path:?} drains: {values:?}");
+    }
     for n in ["n0", "n1"] {
         for bus in ["system", "local"] {
             for sig in [

@@ -110,6 +110,8 @@ pub struct Dp83820Mac {
     rx_seq: u64,
     rx_whole: bool,
     pub(super) rx_fifo_used: u64,
+    /// The RX FIFO fill last recorded in the trace (a level, for waveforms).
+    rx_fifo_traced: u64,
     pub(super) stats: MacSideStats,
     pub(super) flow: FlowControl,
     pub(super) fc: FlowState,
@@ -138,6 +140,7 @@ impl Dp83820Mac {
             rx_seq: 0,
             rx_whole: true,
             rx_fifo_used: 0,
+            rx_fifo_traced: 0,
             stats: MacSideStats::default(),
             flow: params.flow,
             fc: FlowState::default(),
@@ -183,6 +186,10 @@ impl Dp83820Mac {
     pub fn handle<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>) {
         self.dispatch(msg, ctx);
         self.stats.paused_cycles = self.tx.stats().paused.0;
+        if self.rx_fifo_used != self.rx_fifo_traced && ctx.tracing() {
+            self.rx_fifo_traced = self.rx_fifo_used;
+            ctx.record_level("rx_fifo", "bytes", self.rx_fifo_used);
+        }
     }
 
     fn dispatch<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>) {

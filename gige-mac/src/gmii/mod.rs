@@ -28,7 +28,7 @@
 //! preamble the frame's fate is decided; the far end is told only what arrives (nothing
 //! of a lost frame; a truncated frame's first bytes, ending at the cut; inverted bits).
 //! Frames duplicated or held back for reordering go through the far end's line
-//! ([`crate::fault::order`], [`reorder`]). Without faults installed nothing of this runs.
+//! ([`crate::fault::order`], `reorder`). Without faults installed nothing of this runs.
 //!
 //! **Flow control** ([`pause`]): a received PAUSE closes a gate on *starting* data frames
 //! until a given edge (state `Paused` while a frame waits); MAC Control frames queued with

@@ -143,6 +143,8 @@ pub struct Engine {
     recv: RecvPath,
     /// Unit (retransmission): the one timer of every reliable VI's deadline.
     retx: RetxTimer,
+    /// The Send and Recv FIFO fills last recorded in the trace (levels, for waveforms).
+    fifo_traced: (u64, u64),
     /// The clock domains of the engine and the GEC, kept between messages for [`Io`].
     clocks: Option<(ClockDomain, ClockDomain)>,
 }
@@ -183,6 +185,7 @@ impl Engine {
             doorbells: DoorbellUnit::default(),
             completion: Completion::default(),
             retx: RetxTimer::default(),
+            fifo_traced: (0, 0),
             clocks: None,
         })
     }
@@ -276,6 +279,16 @@ impl Engine {
     /// Applies the outbox to the kernel, in order.
     fn finish<M: EngineMsg>(&mut self, mut io: Io, ctx: &mut Ctx<'_, M>) {
         io.apply(&self.ports, ctx);
+        if ctx.tracing() {
+            let now = (self.send.tx.fifo.used, self.recv.front.fifo.used);
+            if now.0 != self.fifo_traced.0 {
+                ctx.record_level("send_fifo", "bytes", now.0);
+            }
+            if now.1 != self.fifo_traced.1 {
+                ctx.record_level("recv_fifo", "bytes", now.1);
+            }
+            self.fifo_traced = now;
+        }
         self.clocks = Some(io.into_clocks());
     }
 

@@ -128,6 +128,7 @@ pub(super) fn write(out: &mut impl Write, sys: &System) -> io::Result<usize> {
     let name = |id| k.component_name(id).to_owned();
     events.extend(super::perfetto_flow::flows(spans, &name, &at));
     events.extend(super::perfetto_flow::counters(spans, &name));
+    events.extend(super::perfetto_flow::levels(k.trace().levels(), &name));
     let doc = Doc {
         trace_events: events,
         display_time_unit: "ns",

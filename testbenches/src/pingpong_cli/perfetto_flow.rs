@@ -9,7 +9,9 @@
 //! the innermost slice at its instant: the post's first instant, the middle of each
 //! card span, the detection's last instant.
 //!
-//! **Counters** (`"ph": "C"`): per PCI bus its utilisation (percent of each interval
+//! **Counters** (`"ph": "C"`): the FIFO fills the components record as levels (the
+//! engine's `send_fifo` and `recv_fifo`, the DP83820's `rx_fifo`, bytes); per PCI bus
+//! its utilisation (percent of each interval
 //! covered by a bus phase: address, data, wait, retry), and per card the descriptors in
 //! flight (send messages from their doorbell to the engine's last span of them on the
 //! sending card, the status write). Byte-level FIFO fill levels are not in the trace and
@@ -160,6 +162,25 @@ pub(super) fn counters(spans: &[Span], name: &dyn Fn(ComponentId) -> String) -> 
         }
     }
     out
+}
+
+/// The levels the components recorded (FIFO fills), a counter track each:
+/// `n0.card.engine send_fifo (bytes)`.
+pub(super) fn levels(
+    levels: &[sim_kernel::Level],
+    name: &dyn Fn(ComponentId) -> String,
+) -> Vec<Value> {
+    levels
+        .iter()
+        .filter_map(|l| {
+            let cname = name(l.component);
+            let pid = node(&cname)?;
+            Some(
+                json!({"ph": "C", "name": format!("{cname} {} ({})", l.name, l.unit),
+                "pid": pid, "ts": us(l.time.as_ps()), "args": {"fill": l.value}}),
+            )
+        })
+        .collect()
 }
 
 /// Busy percent of each interval of `bucket` ps on one bus.

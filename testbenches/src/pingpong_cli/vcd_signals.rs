@@ -22,7 +22,9 @@
 //!   `access` holding the table access in progress (`att_L1_read`, `att_L2_write`, ...)
 //!   or `idle`: access by access, not the SDRAM's ACTIVE / READ / PRECHARGE commands.
 //!
-//! FIFO fill levels are not drawn: they are not in the trace.
+//! - **FIFO fills** (scope of the component: `nN.card.engine` `send_fifo`, `recv_fifo`;
+//!   `nN.dp83820.mac` `rx_fifo`), from the levels the components record when traced: an
+//!   integer wire each, in bytes.
 
 use gige_mac::gmii::Captured;
 use pci_model::{PciBus, TenureEnd, TenureRecord};
@@ -109,7 +111,37 @@ pub(super) fn collect(sys: &System, frames: &[Captured]) -> Signals {
     }
     gmii(&mut s, sys, frames);
     sdram(&mut s, sys);
+    levels(&mut s, sys);
     s
+}
+
+/// A level's wire and its (time ps, value) changes, the first (0, 0).
+type LevelWire = (usize, Vec<(u64, u64)>);
+
+/// The levels components record (FIFO fills: the engine's Send and Recv FIFOs, the
+/// DP83820's RX FIFO), an integer wire each, 0 at the start. Of several values recorded
+/// at one instant only the last is kept: the state at that instant, the same whether
+/// the run stepped every clock or not.
+fn levels(s: &mut Signals, sys: &System) {
+    let k = &sys.kernel;
+    let mut last: std::collections::BTreeMap<(u32, &'static str), LevelWire> =
+        std::collections::BTreeMap::new();
+    for l in k.trace().levels() {
+        let entry = last.entry((l.component.0, l.name)).or_insert_with(|| {
+            let wire = s.wire(k.component_name(l.component), l.name, Kind::Vector(32));
+            (wire, vec![(0, 0)])
+        });
+        let t = l.time.as_ps();
+        match entry.1.last_mut() {
+            Some(prev) if prev.0 == t => prev.1 = l.value,
+            _ => entry.1.push((t, l.value)),
+        }
+    }
+    for (wire, values) in last.into_values() {
+        for (t, v) in values {
+            s.set(t, wire, Val::Num(v));
+        }
+    }
 }
 
 /// The ATT manager's table accesses, one string wire per card.
