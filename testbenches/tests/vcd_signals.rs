@@ -142,6 +142,25 @@ fn a_payload_dma_write_carries_the_bytes_in_order() {
         pcap.to_str().unwrap(),
     ]);
     let w = read(&wave);
+    // The SDRAM command bus of each card: the translations' table reads open a row and
+    // read bursts; NOP between commands.
+    for n in ["n0", "n1"] {
+        let id = w
+            .id(&["hvia", n, "card", "sdram", "CMD"])
+            .expect("SDRAM CMD wire");
+        let mut p = vcd::Parser::new(BufReader::new(std::fs::File::open(&wave).unwrap()));
+        p.parse_header().unwrap();
+        let cmds: Vec<String> = p
+            .filter_map(|c| match c.unwrap() {
+                Vc::ChangeString(i, s) if i == id => Some(s),
+                _ => None,
+            })
+            .collect();
+        for want in ["ACTIVATE", "READ", "NOP"] {
+            assert!(cmds.iter().any(|c| c == want), "{n}: {want} in {cmds:?}");
+        }
+        assert!(w.id(&["hvia", n, "card", "sdram", "BA"]).is_some());
+    }
     // The FIFO fills: integer wires that rise with the message and drain back to 0.
     for (path, peak) in [
         (["hvia", "n0", "card", "engine", "send_fifo"], 64),

@@ -261,6 +261,14 @@ impl AttManager {
         }
     }
 
+    /// Records every SDRAM command from now on (for waveforms; a host-memory ATT has
+    /// none).
+    pub fn log_sdram_commands(&mut self) {
+        if let Backend::Card(card) = &mut self.backend {
+            card.ctrl.log_commands();
+        }
+    }
+
     /// The SDRAM controller's timing state (`None` for a host-memory ATT).
     #[must_use]
     pub fn sdram_controller(&self) -> Option<&SdramController> {

@@ -188,6 +188,13 @@ impl SdramController {
         self
     }
 
+    /// Starts recording every command from now on (as [`with_command_log`](Self::with_command_log)).
+    pub fn log_commands(&mut self) {
+        if self.log.is_none() {
+            self.log = Some(Vec::new());
+        }
+    }
+
     /// Commands recorded so far (empty unless built [`with_command_log`](Self::with_command_log)).
     #[must_use]
     pub fn command_log(&self) -> &[CmdRecord] {

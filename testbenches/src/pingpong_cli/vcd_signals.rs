@@ -18,9 +18,11 @@
 //!   far node's `RX_DV` / `RXD`: the same bytes one PHY + cable + PHY delay later (the
 //!   `phy+cable+phy` span of the frame), wire faults not shown.
 //!
-//! - **SDRAM** (scope `nN.card.sdram`), from the ATT manager's spans: a string wire
-//!   `access` holding the table access in progress (`att_L1_read`, `att_L2_write`, ...)
-//!   or `idle`: access by access, not the SDRAM's ACTIVE / READ / PRECHARGE commands.
+//! - **SDRAM** (scope `nN.card.sdram`): the command bus from the controller's command
+//!   log, `CMD` (ACTIVATE, READ, WRITE, PRECHARGE, PRECHARGE_ALL, AUTO_REFRESH, NOP
+//!   between), `BA` and `A` (the row an ACTIVATE opens), at the SDRAM clock's edges; and
+//!   from the ATT manager's spans a string wire `access` holding the table access in
+//!   progress (`att_L1_read`, `att_L2_write`, ...) or `idle`.
 //!
 //! - **FIFO fills** (scope of the component: `nN.card.engine` `send_fifo`, `recv_fifo`;
 //!   `nN.dp83820.mac` `rx_fifo`), from the levels the components record when traced: an
@@ -91,6 +93,9 @@ impl Signals {
 /// Turns on the transaction logs the PCI wires are rebuilt from (before the run).
 pub(super) fn enable(sys: &mut System) {
     for id in sys.nodes.clone() {
+        if let Some(Comp::Att(_, a)) = sys.world.get_mut(id.att) {
+            a.log_sdram_commands();
+        }
         for bus in [id.system_bus, id.local_bus] {
             if let Some(Comp::SystemBus(_, b) | Comp::LocalBus(_, b)) = sys.world.get_mut(bus) {
                 b.set_tenure_log(true);
@@ -144,10 +149,57 @@ fn levels(s: &mut Signals, sys: &System) {
     }
 }
 
+/// The SDRAM command bus of each card: `CMD` (the command issued in each cycle, `NOP`
+/// between), `BA` (its bank) and `A` (the row an ACTIVATE opens), from the controller's
+/// command log, at the SDRAM clock's edges.
+fn sdram_commands(s: &mut Signals, sys: &System, n: usize, att: sim_kernel::ComponentId) {
+    use nic_model::sdram::SdramCmd;
+    let Some(Comp::Att(_, a)) = sys.world.get(att) else {
+        return;
+    };
+    let Some(ctrl) = a.sdram_controller() else {
+        return;
+    };
+    let d = sys.kernel.domain(sys.kernel.component_domain(att));
+    let edge = |k: u64| d.phase().0 + k * d.period().0;
+    let scope = format!("n{n}.card.sdram");
+    let (cmd, ba, addr) = (
+        s.wire(&scope, "CMD", Kind::Text),
+        s.wire(&scope, "BA", Kind::Vector(2)),
+        s.wire(&scope, "A", Kind::Vector(13)),
+    );
+    s.set(0, cmd, Val::Text("NOP"));
+    let mut log: Vec<_> = ctrl.command_log().to_vec();
+    log.sort_by_key(|r| r.cycle);
+    for (i, r) in log.iter().enumerate() {
+        let t = edge(r.cycle);
+        let (name, bank, row) = match r.cmd {
+            SdramCmd::Activate { bank, row } => ("ACTIVATE", Some(bank), Some(row)),
+            SdramCmd::Read { bank } => ("READ", Some(bank), None),
+            SdramCmd::Write { bank } => ("WRITE", Some(bank), None),
+            SdramCmd::Precharge { bank } => ("PRECHARGE", Some(bank), None),
+            SdramCmd::PrechargeAll => ("PRECHARGE_ALL", None, None),
+            SdramCmd::Refresh => ("AUTO_REFRESH", None, None),
+        };
+        s.set(t, cmd, Val::Text(name));
+        if let Some(b) = bank {
+            s.set(t, ba, Val::Num(u64::from(b)));
+        }
+        if let Some(r) = row {
+            s.set(t, addr, Val::Num(r));
+        }
+        // One command a cycle: NOP from the next edge unless the next command is there.
+        if log.get(i + 1).is_none_or(|next| next.cycle > r.cycle + 1) {
+            s.set(edge(r.cycle + 1), cmd, Val::Text("NOP"));
+        }
+    }
+}
+
 /// The ATT manager's table accesses, one string wire per card.
 fn sdram(s: &mut Signals, sys: &System) {
     let k = &sys.kernel;
     for (n, id) in sys.nodes.clone().iter().enumerate() {
+        sdram_commands(s, sys, n, id.att);
         let wire = s.wire(&format!("n{n}.card.sdram"), "access", Kind::Text);
         s.set(0, wire, Val::Text("idle"));
         let mut spans: Vec<_> = k
