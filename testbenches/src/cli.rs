@@ -103,6 +103,9 @@ pub enum Command {
     /// Print a shell completion script for `hvia` (bash, zsh, fish, elvish,
     /// powershell), e.g. `hvia completions bash > /etc/bash_completion.d/hvia`.
     Completions(CompletionsArgs),
+    /// Traffic patterns beyond the ping-pong: `--pattern stream` (one-way bandwidth with
+    /// a window of outstanding descriptors, latency percentiles per message).
+    Traffic(crate::traffic_cli::TrafficArgs),
     /// The catalogue of counters `--stats FILE` writes (pingpong, breakdown; dma writes
     /// those of its bus): name, unit and description of each.
     Stats(StatsArgs),
@@ -186,6 +189,10 @@ pub enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Dma(#[from] DmaError),
+    /// The options of `hvia traffic`.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Traffic(#[from] crate::traffic_cli::TrafficError),
     /// The options of `hvia pingpong` and `hvia breakdown`.
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -220,6 +227,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
             Command::Pingpong(_)
                 | Command::Breakdown(_)
                 | Command::Dma(_)
+                | Command::Traffic(_)
                 | Command::Validate
                 | Command::Calibrate(_)
         )
@@ -275,6 +283,7 @@ fn dispatch(cli: &Cli, cfg: &SystemConfig) -> Result<Outcome, CliError> {
         }
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
         Some(Command::Dma(args)) => Ok(crate::dma::run(args, format, &cfg)?),
+        Some(Command::Traffic(args)) => Ok(crate::traffic_cli::run(args, format, &cfg)?),
         Some(Command::Calibrate(args)) => {
             let calibrated =
                 crate::config::calibrated::of(&cli.global.source(), &cfg).map_err(|e| {

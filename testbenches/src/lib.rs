@@ -24,4 +24,5 @@ pub mod report;
 pub mod runinfo;
 pub mod stats;
 pub mod system;
+pub mod traffic_cli;
 pub mod validate;

@@ -32,12 +32,14 @@ mod protection;
 mod rdma;
 mod sendrecv;
 pub mod setup;
+mod stream;
 
 pub use protection::{
     protection_initiator, protection_responder, ProtectionCase, PROTECTION_PATTERN,
 };
 pub use rdma::{rdma_pingpong_initiator, rdma_pingpong_responder};
 pub use sendrecv::{sendrecv_pingpong_initiator, sendrecv_pingpong_responder, POST_RECV_TIMED};
+pub use stream::{stream_receiver, stream_sender, StreamParams};
 
 use crate::program::ProgramError;
 use crate::vipl::{Timeout, Vipl};

@@ -15,7 +15,11 @@
 //! every `doorbell_decode_cycles`. The dispatcher takes the first doorbell that can go:
 //! a receive while its VI's receive queue has room, a send while its VI has no send
 //! context in its front end and fewer than `max_send_contexts` are active. Doorbells of
-//! one VI and queue therefore keep their order. Span `doorbell`: from the ring to the end
+//! one VI and queue therefore keep their order. A send doorbell blocked only because its
+//! VI's previous send is still in the front end is *parked*: the card has recorded it,
+//! so its window's `POSTS_PENDING` clears (a library waiting for the card to take a post
+//! returns) and it is dispatched in order once that send is out; a send that finds its
+//! VI free is taken at its dispatch, as before. Span `doorbell`: from the ring to the end
 //! of its decode. A doorbell without `HEAD` then has its descriptor found through the
 //! queue's link (`qlink`) before it is dispatched; the dispatch makes the descriptor the
 //! queue's tail.
@@ -63,6 +67,7 @@ impl Engine {
             rec: repr,
             msg,
             at: io.now(),
+            parked: false,
         };
         if self.doorbells.push(entry, self.params.doorbell_fifo_depth) {
             self.stats.doorbell_overruns += 1;
@@ -101,6 +106,8 @@ impl Engine {
             return;
         }
         let (vis, send, params) = (&self.vis, &self.send, &self.params);
+        self.doorbells
+            .park_sends(|vi| vis.get(vi).is_some_and(|v| v.tx_active.is_some()));
         let ready = self
             .doorbells
             .fifo
@@ -151,7 +158,7 @@ impl Engine {
                 .insert(key, (e.rec.desc_va, e.rec.desc_handle));
         }
         let check = self.params.check_recv_on_post && e.rec.queue == Queue::Receive;
-        if !check {
+        if !check && !e.parked {
             self.doorbells.taken(e.vi);
         }
         let Some(vi) = self.vis.get_mut(e.vi) else {

@@ -8,6 +8,7 @@
 //! - [`faults`]: what the injected faults did, per node (besides the wire's);
 //! - [`pingpong`]: the ping-pong testbench;
 //! - [`delivery`]: what became of a run's messages (lost, resent, dropped frames);
+//! - [`traffic`]: traffic patterns beyond the ping-pong (the one-way stream);
 //! - [`breakdown`]: tiling one message's latency with the trace spans.
 
 pub mod breakdown;
@@ -16,6 +17,7 @@ pub mod delivery;
 pub mod faults;
 pub mod pingpong;
 pub mod run;
+pub mod traffic;
 pub mod world;
 
 pub use build::{node_mac, BuildError, NodeIds, System};

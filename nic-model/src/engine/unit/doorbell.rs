@@ -45,6 +45,9 @@ pub(crate) struct Entry {
     pub rec: DoorbellRepr,
     pub msg: MsgId,
     pub at: Time,
+    /// A send parked behind its VI's send in the front end: already counted as taken
+    /// (its window's `POSTS_PENDING` no longer shows it).
+    pub parked: bool,
 }
 
 /// The receive descriptor being checked before its doorbell is taken.
@@ -202,6 +205,22 @@ impl DoorbellUnit {
         }
     }
 
+    /// Parks every send doorbell of a VI whose previous send is still in the front end
+    /// (`busy(vi)`): the card has recorded it, so its window stops showing it pending;
+    /// it is dispatched in order once that send is out.
+    pub fn park_sends(&mut self, busy: impl Fn(u16) -> bool) {
+        let mut parked = Vec::new();
+        for e in &mut self.fifo {
+            if !e.parked && e.rec.queue == via_abi::Queue::Send && busy(e.vi) {
+                e.parked = true;
+                parked.push(e.vi);
+            }
+        }
+        for vi in parked {
+            self.taken(vi);
+        }
+    }
+
     /// Whether VI window `vi` has doorbells not yet taken.
     pub fn is_pending(&self, vi: u16) -> bool {
         self.pending.contains_key(&vi)
@@ -240,6 +259,7 @@ mod tests {
             rec: DoorbellRepr::parse(&Doorbell::new_unchecked(&rec[..])).expect("record"),
             msg: MsgId(va),
             at: Time::ZERO,
+            parked: false,
         }
     }
 
@@ -318,6 +338,36 @@ mod tests {
         assert!(u.is_pending(5));
         u.rung(0);
         assert!(u.is_pending(0), "counting starts again from zero");
+    }
+
+    #[test]
+    fn sends_behind_a_busy_vi_are_parked_once_and_stop_showing_pending() {
+        let mut u = DoorbellUnit::default();
+        for (vi, q, va) in [
+            (0, Queue::Send, 0x100),
+            (0, Queue::Send, 0x140),
+            (0, Queue::Receive, 0x180),
+            (1, Queue::Send, 0x200),
+        ] {
+            u.rung(vi);
+            u.push(entry(vi, q, va), 16);
+        }
+        // VI 0 has a send in its front end; VI 1 is free.
+        u.park_sends(|vi| vi == 0);
+        assert!(
+            u.is_pending(0),
+            "the receive of VI 0 is still pending (it is not a send)"
+        );
+        u.park_sends(|vi| vi == 0);
+        let parked: Vec<bool> = u.fifo.iter().map(|e| e.parked).collect();
+        assert_eq!(parked, vec![true, true, false, false]);
+        // Taking the receive leaves nothing of VI 0 pending; parking twice took once.
+        u.taken(0);
+        assert!(!u.is_pending(0));
+        assert!(
+            u.is_pending(1),
+            "a send of a free VI waits for its dispatch"
+        );
     }
 
     #[test]

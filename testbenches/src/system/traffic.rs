@@ -1,0 +1,142 @@
+//! Traffic patterns beyond the ping-pong (`hvia traffic`): today the one-way `stream`
+//! between nodes 0 and 1 with a window of outstanding descriptors
+//! (`host_driver::programs::stream_sender` / `stream_receiver`). Reported: the aggregate
+//! bandwidth at the receiver (bytes of all messages over the time from the first post to
+//! the last message seen), each message's latency under load (posted to seen) as
+//! percentiles, the PAUSE frames the DP83820s sent and the frames dropped on the way.
+
+use host_driver::programs::{stream_receiver, stream_sender, PingPongParams, StreamParams};
+use host_driver::ProgramReport;
+use sim_kernel::RunStats;
+
+use super::delivery::Delivery;
+use super::pingpong::RunError;
+use super::run::RunEnd;
+use super::System;
+use crate::config::SystemConfig;
+
+/// One finished stream.
+pub struct StreamRun {
+    /// What was asked.
+    pub params: StreamParams,
+    /// The sender's records (posted, completed).
+    pub sender: ProgramReport,
+    /// The receiver's records (polling from, seen), every byte checked.
+    pub receiver: ProgramReport,
+    /// Bytes of all messages over first post to last message seen \[MB/s, 10^6 B\].
+    pub aggregate_mb_s: f64,
+    /// Each message's latency under load, posted to seen, sorted \[ps\].
+    pub latencies_ps: Vec<u64>,
+    /// PAUSE frames the DP83820s sent (flow control at a full RX FIFO).
+    pub pause_frames: u64,
+    /// What became of the messages.
+    pub delivery: Delivery,
+    /// Kernel statistics of the run.
+    pub stats: RunStats,
+}
+
+impl StreamRun {
+    /// The latency at quantile `q` (0 ..= 1, nearest rank) \[ps\].
+    #[must_use]
+    pub fn percentile(&self, q: f64) -> u64 {
+        let n = self.latencies_ps.len();
+        if n == 0 {
+            return 0;
+        }
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+        self.latencies_ps[rank - 1]
+    }
+}
+
+/// Streams `s` from node 0 to node 1 on the system `cfg` describes.
+///
+/// # Errors
+/// The system cannot be built, a program fails, or the run does not finish.
+pub fn run_stream(cfg: &SystemConfig, s: StreamParams) -> Result<StreamRun, RunError> {
+    let mut sys = System::build(cfg, false)?;
+    let mut p = PingPongParams::new(s.size.max(1), 1, sys.macs[1]);
+    p.wait_timeout = host_driver::Timeout::Infinite;
+    p.reliability = cfg.via.reliability.level();
+    let q = PingPongParams {
+        peer: sys.macs[0],
+        ..p
+    };
+    if let Some(c) = sys.cpu_mut(0) {
+        c.load(move |v| stream_sender(v, p, s));
+    }
+    if let Some(c) = sys.cpu_mut(1) {
+        c.load(move |v| stream_receiver(v, q, s));
+    }
+    for n in 2..sys.nodes.len() {
+        if let Some(c) = sys.cpu_mut(n) {
+            c.load(|_v| async { Ok(ProgramReport::default()) });
+        }
+    }
+    sys.start();
+    if let RunEnd::Stalled(stall) = sys.run_programs() {
+        let delivery = Delivery::of(&sys, 0);
+        if delivery.lost > 0 {
+            return Err(RunError::Lost {
+                delivery: Box::new(delivery),
+                unreliable: cfg.via.reliability == crate::config::ViaReliability::Unreliable,
+                stall,
+            });
+        }
+        return Err(RunError::Stalled(stall));
+    }
+    let mut reports = Vec::new();
+    for n in 0..2 {
+        match sys.cpu_mut(n).and_then(host_driver::HostCpu::take_outcome) {
+            Some(Ok(r)) => reports.push(r),
+            Some(Err(e)) => {
+                return Err(RunError::Program {
+                    node: n,
+                    reason: e.to_string(),
+                })
+            }
+            None => {
+                return Err(RunError::Program {
+                    node: n,
+                    reason: "no outcome".into(),
+                })
+            }
+        }
+    }
+    let receiver = reports.pop().unwrap_or_default();
+    let sender = reports.pop().unwrap_or_default();
+    let first = sender.iterations.first().map_or(0, |r| r.start.as_ps());
+    let last = receiver.iterations.last().map_or(0, |r| r.end.as_ps());
+    let bytes: u64 = receiver.iterations.iter().map(|r| u64::from(r.bytes)).sum();
+    #[allow(clippy::cast_precision_loss)]
+    let aggregate_mb_s = if last > first {
+        bytes as f64 * 1e6 / (last - first) as f64
+    } else {
+        0.0
+    };
+    let mut latencies_ps: Vec<u64> = sender
+        .iterations
+        .iter()
+        .zip(&receiver.iterations)
+        .map(|(s, r)| r.end.as_ps().saturating_sub(s.start.as_ps()))
+        .collect();
+    latencies_ps.sort_unstable();
+    let pause_frames = (0..sys.nodes.len())
+        .filter_map(|n| sys.mac_side(n))
+        .map(|m| m.stats().pause_sent + m.stats().resume_sent)
+        .sum();
+    Ok(StreamRun {
+        params: s,
+        sender,
+        receiver,
+        aggregate_mb_s,
+        latencies_ps,
+        pause_frames,
+        delivery: Delivery::of(&sys, 0),
+        stats: sys.kernel.stats(),
+    })
+}

@@ -1,0 +1,295 @@
+//! `hvia traffic`: traffic patterns beyond the ping-pong. Built today: `--pattern
+//! stream` (one-way bandwidth from node 0 to node 1 with `--window` descriptors
+//! outstanding, `--messages` of `--size` bytes; see [`crate::system::traffic`]). The
+//! other patterns of the CLI contract (`bidirectional`, `incast`, `all-to-all`) are
+//! accepted by the parser and refused with exit 2 until they are built. Output: a table,
+//! the contract's JSON (`pattern`, `nodes`, `size_bytes`, `aggregate_bandwidth_mb_s`,
+//! `per_node`, `latency_ns` {`p50`, `p99`, `max`}, `pause_frames`, `drops`,
+//! `simulation`, plus `delivery`), or CSV (one row per node).
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use std::time::Instant;
+
+use crate::cli::Outcome;
+use crate::config::SystemConfig;
+use crate::report::{columns, csv, Format};
+use crate::system::traffic::{run_stream, StreamRun};
+use crate::system::Delivery;
+use host_driver::programs::StreamParams;
+
+/// The traffic patterns of the contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Pattern {
+    /// One-way bandwidth from node 0 to node 1, `--window` descriptors outstanding.
+    Stream,
+    /// Both directions at once (not built yet).
+    Bidirectional,
+    /// N-1 senders to one receiver (not built yet).
+    Incast,
+    /// Every node to every other (not built yet).
+    AllToAll,
+}
+
+/// Options of `hvia traffic`.
+#[derive(Debug, Args)]
+pub struct TrafficArgs {
+    /// The pattern.
+    #[arg(long, value_enum)]
+    pub pattern: Pattern,
+    /// Nodes (2 .. 64): sets `topology.nodes`; more than 2 need `topology.switch`.
+    #[arg(long, default_value_t = 2)]
+    pub nodes: u32,
+    /// Bytes of each message (1 .. 16777216).
+    #[arg(long, default_value_t = 65536, value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+    pub size: u32,
+    /// Messages to send (1 .. 100000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub messages: u32,
+    /// Descriptors outstanding at most (1 .. 64).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub window: u32,
+}
+
+/// Bad input to `hvia traffic` (exit 2).
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum TrafficError {
+    /// An option value that does not fit.
+    #[error("{option}: {message}")]
+    #[diagnostic(code(hvia::traffic::input))]
+    Input {
+        /// The option.
+        option: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+#[derive(Serialize)]
+struct PerNode {
+    node: usize,
+    sent_messages: usize,
+    sent_bytes: u64,
+    received_messages: usize,
+    received_bytes: u64,
+    bandwidth_mb_s: f64,
+}
+
+#[derive(Serialize)]
+struct Latency {
+    p50: f64,
+    p99: f64,
+    max: f64,
+}
+
+#[derive(Serialize)]
+struct Simulation {
+    simulated_ps: u64,
+    wall_seconds: f64,
+    events: u64,
+}
+
+#[derive(Serialize)]
+struct Json<'a> {
+    pattern: &'static str,
+    nodes: u32,
+    size_bytes: u32,
+    messages: u32,
+    window: u32,
+    aggregate_bandwidth_mb_s: f64,
+    per_node: Vec<PerNode>,
+    latency_ns: Latency,
+    pause_frames: u64,
+    drops: u64,
+    delivery: &'a Delivery,
+    simulation: Simulation,
+}
+
+/// Runs `hvia traffic`.
+///
+/// # Errors
+/// Options that do not fit the configuration.
+pub fn run(
+    args: &TrafficArgs,
+    format: Format,
+    cfg: &SystemConfig,
+) -> Result<Outcome, TrafficError> {
+    if args.pattern != Pattern::Stream {
+        return Err(TrafficError::Input {
+            option: "--pattern",
+            message: format!(
+                "{:?} is not built yet: only `stream` runs today",
+                args.pattern
+            )
+            .to_lowercase(),
+        });
+    }
+    let mut cfg = cfg.clone();
+    cfg.apply_set(&format!("topology.nodes={}", args.nodes))
+        .map_err(|e| TrafficError::Input {
+            option: "--nodes",
+            message: e.to_string(),
+        })?;
+    cfg.validate().map_err(|e| TrafficError::Input {
+        option: "--nodes",
+        message: e.to_string(),
+    })?;
+    let s = StreamParams {
+        size: args.size,
+        messages: args.messages,
+        window: args.window,
+    };
+    let start = Instant::now();
+    let run = match run_stream(&cfg, s) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(Outcome {
+                stdout: String::new(),
+                stderr: format!("hvia traffic: the simulation failed: {e}\n"),
+                status: 1,
+            })
+        }
+    };
+    let wall = start.elapsed().as_secs_f64();
+    let stdout = match format {
+        Format::Json => json(args, &run, wall),
+        Format::Csv => csv_doc(&run),
+        Format::Table => table(args, &run, wall),
+    };
+    Ok(Outcome {
+        stdout,
+        stderr: String::new(),
+        status: 0,
+    })
+}
+
+fn per_node(run: &StreamRun) -> Vec<PerNode> {
+    let sent: u64 = run
+        .sender
+        .iterations
+        .iter()
+        .map(|r| u64::from(r.bytes))
+        .sum();
+    let received: u64 = run
+        .receiver
+        .iterations
+        .iter()
+        .map(|r| u64::from(r.bytes))
+        .sum();
+    vec![
+        PerNode {
+            node: 0,
+            sent_messages: run.sender.iterations.len(),
+            sent_bytes: sent,
+            received_messages: 0,
+            received_bytes: 0,
+            bandwidth_mb_s: 0.0,
+        },
+        PerNode {
+            node: 1,
+            sent_messages: 0,
+            sent_bytes: 0,
+            received_messages: run.receiver.iterations.len(),
+            received_bytes: received,
+            bandwidth_mb_s: run.aggregate_mb_s,
+        },
+    ]
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn ns(ps: u64) -> f64 {
+    ps as f64 / 1e3
+}
+
+fn json(args: &TrafficArgs, run: &StreamRun, wall: f64) -> String {
+    let j = Json {
+        pattern: "stream",
+        nodes: args.nodes,
+        size_bytes: args.size,
+        messages: args.messages,
+        window: args.window,
+        aggregate_bandwidth_mb_s: run.aggregate_mb_s,
+        per_node: per_node(run),
+        latency_ns: Latency {
+            p50: ns(run.percentile(0.5)),
+            p99: ns(run.percentile(0.99)),
+            max: ns(run.percentile(1.0)),
+        },
+        pause_frames: run.pause_frames,
+        drops: run.delivery.frames_dropped.values().sum(),
+        delivery: &run.delivery,
+        simulation: Simulation {
+            simulated_ps: run.stats.simulated.as_ps(),
+            wall_seconds: wall,
+            events: run.stats.events,
+        },
+    };
+    serde_json::to_string_pretty(&j)
+        .map_or_else(|e| format!("{{\"error\":\"{e}\"}}\n"), |s| s + "\n")
+}
+
+/// CSV columns, one row per node.
+pub const CSV_HEADER: [&str; 6] = [
+    "node",
+    "sent_messages",
+    "sent_bytes",
+    "received_messages",
+    "received_bytes",
+    "bandwidth_mb_s",
+];
+
+fn csv_doc(run: &StreamRun) -> String {
+    let rows: Vec<Vec<String>> = per_node(run)
+        .iter()
+        .map(|n| {
+            vec![
+                n.node.to_string(),
+                n.sent_messages.to_string(),
+                n.sent_bytes.to_string(),
+                n.received_messages.to_string(),
+                n.received_bytes.to_string(),
+                format!("{:.6}", n.bandwidth_mb_s),
+            ]
+        })
+        .collect();
+    csv(&CSV_HEADER, &rows)
+}
+
+fn table(args: &TrafficArgs, run: &StreamRun, wall: f64) -> String {
+    let mut out = format!(
+        "Stream from node 0 to node 1 over RDMA write: {} messages of {} bytes, {} descriptors outstanding ({} nodes)\n\n",
+        args.messages, args.size, args.window, args.nodes
+    );
+    let rows: Vec<Vec<String>> = per_node(run)
+        .iter()
+        .map(|n| {
+            vec![
+                n.node.to_string(),
+                n.sent_messages.to_string(),
+                n.received_messages.to_string(),
+                format!("{:.2}", n.bandwidth_mb_s),
+            ]
+        })
+        .collect();
+    out.push_str(&columns(
+        &["NODE", "SENT", "RECEIVED", "BANDWIDTH (MB/s)"],
+        &rows,
+        &[true, true, true, true],
+    ));
+    out.push_str(&format!(
+        "\nAggregate {:.2} MB/s; latency per message p50 {:.3} us, p99 {:.3} us, max {:.3} us; {} PAUSE frames; {} frames dropped\n",
+        run.aggregate_mb_s,
+        ns(run.percentile(0.5)) / 1e3,
+        ns(run.percentile(0.99)) / 1e3,
+        ns(run.percentile(1.0)) / 1e3,
+        run.pause_frames,
+        run.delivery.frames_dropped.values().sum::<u64>()
+    ));
+    #[allow(clippy::cast_precision_loss)]
+    let ms = run.stats.simulated.as_ps() as f64 / 1e9;
+    out.push_str(&format!(
+        "Simulated {ms:.3} ms ({} events) in {wall:.2} s of host time.\n",
+        run.stats.events
+    ));
+    out
+}
