@@ -1,8 +1,9 @@
 //! `hvia traffic`: traffic patterns beyond the ping-pong. Built today: `--pattern
 //! stream` (one-way bandwidth from node 0 to node 1 with `--window` descriptors
-//! outstanding, `--messages` of `--size` bytes; see [`crate::system::traffic`]). The
-//! other patterns of the CLI contract (`bidirectional`, `incast`, `all-to-all`) are
-//! accepted by the parser and refused with exit 2 until they are built. Output: a table,
+//! outstanding, `--messages` of `--size` bytes; see [`crate::system::traffic`]) and
+//! `--pattern bidirectional` (the same both ways at once). The other patterns of the CLI
+//! contract (`incast`, `all-to-all`) are accepted by the parser and refused with exit 2
+//! until they are built. Output: a table,
 //! the contract's JSON (`pattern`, `nodes`, `size_bytes`, `aggregate_bandwidth_mb_s`,
 //! `per_node`, `latency_ns` {`p50`, `p99`, `max`}, `pause_frames`, `drops`,
 //! `simulation`, plus `delivery`), or CSV (one row per node).
@@ -14,7 +15,7 @@ use std::time::Instant;
 use crate::cli::Outcome;
 use crate::config::SystemConfig;
 use crate::report::{columns, csv, Format};
-use crate::system::traffic::{run_stream, StreamRun};
+use crate::system::traffic::{run_bidirectional, run_stream, StreamRun};
 use crate::system::Delivery;
 use host_driver::programs::StreamParams;
 
@@ -23,7 +24,7 @@ use host_driver::programs::StreamParams;
 pub enum Pattern {
     /// One-way bandwidth from node 0 to node 1, `--window` descriptors outstanding.
     Stream,
-    /// Both directions at once (not built yet).
+    /// Both directions at once between nodes 0 and 1.
     Bidirectional,
     /// N-1 senders to one receiver (not built yet).
     Incast,
@@ -65,7 +66,7 @@ pub enum TrafficError {
     },
 }
 
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 struct PerNode {
     node: usize,
     sent_messages: usize,
@@ -114,11 +115,11 @@ pub fn run(
     format: Format,
     cfg: &SystemConfig,
 ) -> Result<Outcome, TrafficError> {
-    if args.pattern != Pattern::Stream {
+    if !matches!(args.pattern, Pattern::Stream | Pattern::Bidirectional) {
         return Err(TrafficError::Input {
             option: "--pattern",
             message: format!(
-                "{:?} is not built yet: only `stream` runs today",
+                "{:?} is not built yet: `stream` and `bidirectional` run today",
                 args.pattern
             )
             .to_lowercase(),
@@ -140,8 +141,12 @@ pub fn run(
         window: args.window,
     };
     let start = Instant::now();
-    let run = match run_stream(&cfg, s) {
-        Ok(r) => r,
+    let result = match args.pattern {
+        Pattern::Bidirectional => run_bidirectional(&cfg, s).map(|(a, b)| Figures::both(&a, &b)),
+        _ => run_stream(&cfg, s).map(|r| Figures::one(&r)),
+    };
+    let figures = match result {
+        Ok(f) => f,
         Err(e) => {
             return Ok(Outcome {
                 stdout: String::new(),
@@ -152,15 +157,83 @@ pub fn run(
     };
     let wall = start.elapsed().as_secs_f64();
     let stdout = match format {
-        Format::Json => json(args, &run, wall),
-        Format::Csv => csv_doc(&run),
-        Format::Table => table(args, &run, wall),
+        Format::Json => json(args, &figures, wall),
+        Format::Csv => csv_doc(&figures),
+        Format::Table => table(args, &figures, wall),
     };
     Ok(Outcome {
         stdout,
         stderr: String::new(),
         status: 0,
     })
+}
+
+/// What a pattern's run gives: per node, in all, and the run's own figures.
+struct Figures {
+    per_node: Vec<PerNode>,
+    aggregate_mb_s: f64,
+    /// Every message's latency under load, sorted \[ps\].
+    latencies_ps: Vec<u64>,
+    pause_frames: u64,
+    delivery: Delivery,
+    stats: sim_kernel::RunStats,
+}
+
+impl Figures {
+    fn one(r: &StreamRun) -> Self {
+        Self {
+            per_node: per_node(r),
+            aggregate_mb_s: r.aggregate_mb_s,
+            latencies_ps: r.latencies_ps.clone(),
+            pause_frames: r.pause_frames,
+            delivery: r.delivery.clone(),
+            stats: r.stats.clone(),
+        }
+    }
+
+    /// Both directions (`a`: 0 to 1, `b`: 1 to 0).
+    fn both(a: &StreamRun, b: &StreamRun) -> Self {
+        let bytes = |r: &host_driver::ProgramReport| -> u64 {
+            r.iterations.iter().map(|i| u64::from(i.bytes)).sum()
+        };
+        let node = |n: usize, out: &StreamRun, inc: &StreamRun| PerNode {
+            node: n,
+            sent_messages: out.sender.iterations.len(),
+            sent_bytes: bytes(&out.sender),
+            received_messages: inc.receiver.iterations.len(),
+            received_bytes: bytes(&inc.receiver),
+            bandwidth_mb_s: inc.aggregate_mb_s,
+        };
+        let mut latencies_ps: Vec<u64> = a
+            .latencies_ps
+            .iter()
+            .chain(&b.latencies_ps)
+            .copied()
+            .collect();
+        latencies_ps.sort_unstable();
+        Self {
+            per_node: vec![node(0, a, b), node(1, b, a)],
+            aggregate_mb_s: a.aggregate_mb_s + b.aggregate_mb_s,
+            latencies_ps,
+            pause_frames: a.pause_frames,
+            delivery: a.delivery.clone(),
+            stats: a.stats.clone(),
+        }
+    }
+
+    fn percentile(&self, q: f64) -> u64 {
+        let n = self.latencies_ps.len();
+        if n == 0 {
+            return 0;
+        }
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+        self.latencies_ps[rank - 1]
+    }
 }
 
 fn per_node(run: &StreamRun) -> Vec<PerNode> {
@@ -196,20 +269,29 @@ fn per_node(run: &StreamRun) -> Vec<PerNode> {
     ]
 }
 
+fn pattern_name(p: Pattern) -> &'static str {
+    match p {
+        Pattern::Stream => "stream",
+        Pattern::Bidirectional => "bidirectional",
+        Pattern::Incast => "incast",
+        Pattern::AllToAll => "all-to-all",
+    }
+}
+
 #[allow(clippy::cast_precision_loss)]
 fn ns(ps: u64) -> f64 {
     ps as f64 / 1e3
 }
 
-fn json(args: &TrafficArgs, run: &StreamRun, wall: f64) -> String {
+fn json(args: &TrafficArgs, run: &Figures, wall: f64) -> String {
     let j = Json {
-        pattern: "stream",
+        pattern: pattern_name(args.pattern),
         nodes: args.nodes,
         size_bytes: args.size,
         messages: args.messages,
         window: args.window,
         aggregate_bandwidth_mb_s: run.aggregate_mb_s,
-        per_node: per_node(run),
+        per_node: run.per_node.clone(),
         latency_ns: Latency {
             p50: ns(run.percentile(0.5)),
             p99: ns(run.percentile(0.99)),
@@ -238,8 +320,9 @@ pub const CSV_HEADER: [&str; 6] = [
     "bandwidth_mb_s",
 ];
 
-fn csv_doc(run: &StreamRun) -> String {
-    let rows: Vec<Vec<String>> = per_node(run)
+fn csv_doc(run: &Figures) -> String {
+    let rows: Vec<Vec<String>> = run
+        .per_node
         .iter()
         .map(|n| {
             vec![
@@ -255,12 +338,17 @@ fn csv_doc(run: &StreamRun) -> String {
     csv(&CSV_HEADER, &rows)
 }
 
-fn table(args: &TrafficArgs, run: &StreamRun, wall: f64) -> String {
+fn table(args: &TrafficArgs, run: &Figures, wall: f64) -> String {
+    let what = match args.pattern {
+        Pattern::Bidirectional => "Streams both ways between nodes 0 and 1",
+        _ => "Stream from node 0 to node 1",
+    };
     let mut out = format!(
-        "Stream from node 0 to node 1 over RDMA write: {} messages of {} bytes, {} descriptors outstanding ({} nodes)\n\n",
+        "{what} over RDMA write: {} messages of {} bytes each way, {} descriptors outstanding ({} nodes)\n\n",
         args.messages, args.size, args.window, args.nodes
     );
-    let rows: Vec<Vec<String>> = per_node(run)
+    let rows: Vec<Vec<String>> = run
+        .per_node
         .iter()
         .map(|n| {
             vec![

@@ -110,3 +110,35 @@ fn a_stream_with_a_window_beats_the_ping_pong_and_checks_every_byte() {
     }
     assert!(p50[1] > p50[0], "queueing behind the window: {p50:?}");
 }
+
+/// Both directions at once: every message of each direction arrives with every byte
+/// checked, and the two directions share each node's one PCI bus (DMA reads of what it
+/// sends, writes of what it receives), so together they carry more than one stream but
+/// each carries less than a stream alone.
+#[test]
+fn both_directions_at_once_share_each_nodes_bus() {
+    use host_driver::programs::StreamParams;
+    use testbenches::system::traffic::{run_bidirectional, run_stream};
+    let cfg = config(&[]);
+    let s = StreamParams {
+        size: 16_384,
+        messages: 10,
+        window: 4,
+    };
+    let alone = run_stream(&cfg, s).expect("one way");
+    let (a, b) = run_bidirectional(&cfg, s).expect("both ways");
+    for (dir, r) in [("0 to 1", &a), ("1 to 0", &b)] {
+        assert_eq!(r.sender.iterations.len(), 10, "{dir}");
+        assert_eq!(r.receiver.iterations.len(), 10, "{dir}");
+        assert!(
+            r.receiver
+                .iterations
+                .iter()
+                .all(|i| i.verified_bytes == 16_384),
+            "{dir}"
+        );
+        assert!(r.aggregate_mb_s < alone.aggregate_mb_s, "{dir}");
+    }
+    assert!(a.aggregate_mb_s + b.aggregate_mb_s > alone.aggregate_mb_s);
+    assert_eq!(a.delivery.lost, 0);
+}

@@ -39,7 +39,7 @@ pub use protection::{
 };
 pub use rdma::{rdma_pingpong_initiator, rdma_pingpong_responder};
 pub use sendrecv::{sendrecv_pingpong_initiator, sendrecv_pingpong_responder, POST_RECV_TIMED};
-pub use stream::{stream_receiver, stream_sender, StreamParams};
+pub use stream::{stream_duplex, stream_receiver, stream_sender, StreamParams};
 
 use crate::program::ProgramError;
 use crate::vipl::{Timeout, Vipl};

@@ -202,3 +202,159 @@ pub async fn stream_receiver(mut vipl: Vipl, p: PingPongParams, s: StreamParams)
     report.finished = vipl.now();
     Ok(report)
 }
+
+/// Both directions at once (`bidirectional`): each side streams `s` to the other while
+/// it receives the other's stream, in one loop: complete what is done, post while the
+/// window allows, look for the next incoming message (a poll of its flag with a short
+/// deadline). Records: one per message sent (`start` posted, `end` completed,
+/// `verified_bytes` 0) and one per message received (`start` when it began looking,
+/// `end` when seen, every byte checked), in the order they happened.
+///
+/// # Errors
+/// The first failing VIPL call, a completion in error, or a byte that does not match.
+pub async fn stream_duplex(
+    mut vipl: Vipl,
+    p: PingPongParams,
+    s: StreamParams,
+    initiator: bool,
+) -> ProgramResult {
+    check(&s)?;
+    let role = if initiator {
+        Role::Initiator
+    } else {
+        Role::Responder
+    };
+    let (out_dir, in_dir) = if initiator {
+        (Direction::Ping, Direction::Pong)
+    } else {
+        (Direction::Pong, Direction::Ping)
+    };
+    let ep = setup(&mut vipl, &ring(&p, &s)?, role, false).await?;
+    let local = VipMemAttributes {
+        ptag: ep.ptag,
+        enable_rdma_write: false,
+        enable_rdma_read: false,
+    };
+    let region = DESC_SLOT * u64::from(s.window);
+    let descs = vipl.malloc(region, 64).await.call("malloc")?;
+    let descs_mh = vipl
+        .vip_register_mem(ep.nic, descs, region, &local)
+        .await
+        .call("VipRegisterMem")?;
+    let mut report = ProgramReport {
+        program: if initiator {
+            "duplex-initiator"
+        } else {
+            "duplex-responder"
+        },
+        setup_done: vipl.now(),
+        ..ProgramReport::default()
+    };
+    let size = u64::from(s.size);
+    let look = crate::vipl::Timeout::After(sim_kernel::Duration::from_ns(2_000));
+    let mut pending: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    let (mut sent, mut received) = (0u32, 0u32);
+    let mut looking_since = None;
+    while sent < s.messages || received < s.messages || !pending.is_empty() {
+        // Completions first, without blocking.
+        while !pending.is_empty() {
+            match vipl.vip_send_done(ep.vi).await {
+                Ok(c) => {
+                    super::setup::checked(c, "VipSendDone")?;
+                    if let Some(r) = pending
+                        .pop_front()
+                        .and_then(|k| report.iterations.get_mut(k))
+                    {
+                        r.end = vipl.now();
+                    }
+                }
+                Err(crate::vipl::VipError::NotDone) => break,
+                Err(error) => {
+                    return Err(ProgramError::Vipl {
+                        call: "VipSendDone",
+                        error,
+                    })
+                }
+            }
+        }
+        if sent < s.messages && pending.len() < s.window as usize {
+            let i = sent;
+            let slot = u64::from(i % s.window);
+            let (src, src_mh) = ep.src;
+            let at = src + slot * size;
+            fill(&vipl, at, &pattern(i, out_dir, s.size), p.touch_data)
+                .await
+                .call("store")?;
+            let desc = rdma_write_descriptor(
+                vec![data_segment(at, src_mh, s.size)],
+                ep.peer_dst.0 + slot * size,
+                ep.peer_dst.1,
+                None,
+            );
+            let desc_va = descs + slot * DESC_SLOT;
+            vipl.build_descriptor(desc_va, &desc).await.call("build")?;
+            let start = vipl.now();
+            vipl.vip_post_send(ep.vi, desc_va, descs_mh)
+                .await
+                .call("VipPostSend")?;
+            report.iterations.push(IterationRecord {
+                index: i,
+                bytes: s.size,
+                start,
+                end: start,
+                verified_bytes: 0,
+                warmup: false,
+            });
+            pending.push_back(report.iterations.len() - 1);
+            sent += 1;
+            continue;
+        }
+        if received < s.messages {
+            let j = received;
+            let at = ep.dst.0 + u64::from(j % s.window) * size;
+            let since = *looking_since.get_or_insert(vipl.now());
+            match vipl
+                .poll_mem(at + size - 1, PollCond::ByteEquals(super::flag(j)), look)
+                .await
+            {
+                Ok(_) => {
+                    let end = vipl.now();
+                    let verified =
+                        verify(&vipl, at, &pattern(j, in_dir, s.size), p.touch_data, j).await?;
+                    report.iterations.push(IterationRecord {
+                        index: j,
+                        bytes: s.size,
+                        start: since,
+                        end,
+                        verified_bytes: verified,
+                        warmup: false,
+                    });
+                    received += 1;
+                    looking_since = None;
+                }
+                Err(crate::vipl::VipError::Timeout) => {}
+                Err(error) => {
+                    return Err(ProgramError::Vipl {
+                        call: "poll",
+                        error,
+                    })
+                }
+            }
+        } else if !pending.is_empty() {
+            let c = vipl
+                .vip_send_wait(ep.vi, p.wait_timeout)
+                .await
+                .call("VipSendWait")?;
+            super::setup::checked(c, "VipSendWait")?;
+            if let Some(r) = pending
+                .pop_front()
+                .and_then(|k| report.iterations.get_mut(k))
+            {
+                r.end = vipl.now();
+            }
+        }
+    }
+    teardown(&mut vipl, &ep).await;
+    report.finished = vipl.now();
+    Ok(report)
+}

@@ -5,7 +5,9 @@
 //! the last message seen), each message's latency under load (posted to seen) as
 //! percentiles, the PAUSE frames the DP83820s sent and the frames dropped on the way.
 
-use host_driver::programs::{stream_receiver, stream_sender, PingPongParams, StreamParams};
+use host_driver::programs::{
+    stream_duplex, stream_receiver, stream_sender, PingPongParams, StreamParams,
+};
 use host_driver::ProgramReport;
 use sim_kernel::RunStats;
 
@@ -58,6 +60,53 @@ impl StreamRun {
 /// # Errors
 /// The system cannot be built, a program fails, or the run does not finish.
 pub fn run_stream(cfg: &SystemConfig, s: StreamParams) -> Result<StreamRun, RunError> {
+    let (sys, sender, receiver) = run_two(cfg, s, false)?;
+    Ok(finish(sys, s, sender, receiver))
+}
+
+/// Both directions at once: node 0 streams `s` to node 1 while node 1 streams `s` to
+/// node 0. Returns one [`StreamRun`] per direction (0 to 1, 1 to 0); each carries the
+/// whole run's delivery, PAUSE frames and statistics.
+///
+/// # Errors
+/// As [`run_stream`].
+pub fn run_bidirectional(
+    cfg: &SystemConfig,
+    s: StreamParams,
+) -> Result<(StreamRun, StreamRun), RunError> {
+    let (sys, a, b) = run_two(cfg, s, true)?;
+    // Each node's records: its sends (verified_bytes 0) and its receives.
+    let split = |r: &ProgramReport| -> (ProgramReport, ProgramReport) {
+        let (recv, sent): (Vec<_>, Vec<_>) = r
+            .iterations
+            .iter()
+            .cloned()
+            .partition(|i| i.verified_bytes > 0);
+        (
+            ProgramReport {
+                iterations: sent,
+                ..r.clone()
+            },
+            ProgramReport {
+                iterations: recv,
+                ..r.clone()
+            },
+        )
+    };
+    let (a_sent, a_recv) = split(&a);
+    let (b_sent, b_recv) = split(&b);
+    let forward = finish_ref(&sys, s, a_sent, b_recv);
+    let backward = finish(sys, s, b_sent, a_recv);
+    Ok((forward, backward))
+}
+
+/// Runs the two programs of a pattern on nodes 0 and 1 (`duplex`: both stream both
+/// ways), the other nodes idle; returns the system and the two reports.
+fn run_two(
+    cfg: &SystemConfig,
+    s: StreamParams,
+    duplex: bool,
+) -> Result<(System, ProgramReport, ProgramReport), RunError> {
     let mut sys = System::build(cfg, false)?;
     let mut p = PingPongParams::new(s.size.max(1), 1, sys.macs[1]);
     p.wait_timeout = host_driver::Timeout::Infinite;
@@ -67,10 +116,18 @@ pub fn run_stream(cfg: &SystemConfig, s: StreamParams) -> Result<StreamRun, RunE
         ..p
     };
     if let Some(c) = sys.cpu_mut(0) {
-        c.load(move |v| stream_sender(v, p, s));
+        if duplex {
+            c.load(move |v| stream_duplex(v, p, s, true));
+        } else {
+            c.load(move |v| stream_sender(v, p, s));
+        }
     }
     if let Some(c) = sys.cpu_mut(1) {
-        c.load(move |v| stream_receiver(v, q, s));
+        if duplex {
+            c.load(move |v| stream_duplex(v, q, s, false));
+        } else {
+            c.load(move |v| stream_receiver(v, q, s));
+        }
     }
     for n in 2..sys.nodes.len() {
         if let Some(c) = sys.cpu_mut(n) {
@@ -107,8 +164,27 @@ pub fn run_stream(cfg: &SystemConfig, s: StreamParams) -> Result<StreamRun, RunE
             }
         }
     }
-    let receiver = reports.pop().unwrap_or_default();
-    let sender = reports.pop().unwrap_or_default();
+    let b = reports.pop().unwrap_or_default();
+    let a = reports.pop().unwrap_or_default();
+    Ok((sys, a, b))
+}
+
+/// The figures of one direction, from the sender's and the receiver's records.
+fn finish(
+    sys: System,
+    s: StreamParams,
+    sender: ProgramReport,
+    receiver: ProgramReport,
+) -> StreamRun {
+    finish_ref(&sys, s, sender, receiver)
+}
+
+fn finish_ref(
+    sys: &System,
+    s: StreamParams,
+    sender: ProgramReport,
+    receiver: ProgramReport,
+) -> StreamRun {
     let first = sender.iterations.first().map_or(0, |r| r.start.as_ps());
     let last = receiver.iterations.last().map_or(0, |r| r.end.as_ps());
     let bytes: u64 = receiver.iterations.iter().map(|r| u64::from(r.bytes)).sum();
@@ -129,14 +205,14 @@ pub fn run_stream(cfg: &SystemConfig, s: StreamParams) -> Result<StreamRun, RunE
         .filter_map(|n| sys.mac_side(n))
         .map(|m| m.stats().pause_sent + m.stats().resume_sent)
         .sum();
-    Ok(StreamRun {
+    StreamRun {
         params: s,
         sender,
         receiver,
         aggregate_mb_s,
         latencies_ps,
         pause_frames,
-        delivery: Delivery::of(&sys, 0),
+        delivery: Delivery::of(sys, 0),
         stats: sys.kernel.stats(),
-    })
+    }
 }
