@@ -187,7 +187,7 @@ impl Figures {
             latencies_ps: r.latencies_ps.clone(),
             pause_frames: r.pause_frames,
             delivery: r.delivery.clone(),
-            stats: r.stats.clone(),
+            stats: r.stats,
         }
     }
 
@@ -217,7 +217,7 @@ impl Figures {
             latencies_ps,
             pause_frames: a.pause_frames,
             delivery: a.delivery.clone(),
-            stats: a.stats.clone(),
+            stats: a.stats,
         }
     }
 
