@@ -103,12 +103,23 @@ pub enum Command {
     /// Print a shell completion script for `hvia` (bash, zsh, fish, elvish,
     /// powershell), e.g. `hvia completions bash > /etc/bash_completion.d/hvia`.
     Completions(CompletionsArgs),
+    /// Join the JSON of every shard of one `pingpong --shard K/N` sweep into the
+    /// unsharded report (printed as JSON).
+    Merge(MergeArgs),
     /// Traffic patterns beyond the ping-pong: `--pattern stream` (one-way bandwidth with
     /// a window of outstanding descriptors, latency percentiles per message).
     Traffic(crate::traffic_cli::TrafficArgs),
     /// The catalogue of counters `--stats FILE` writes (pingpong, breakdown; dma writes
     /// those of its bus): name, unit and description of each.
     Stats(StatsArgs),
+}
+
+/// Options of `hvia merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' JSON files (`hvia pingpong --shard K/N --format json` of one sweep).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<std::path::PathBuf>,
 }
 
 /// Options of `hvia completions`.
@@ -284,6 +295,26 @@ fn dispatch(cli: &Cli, cfg: &SystemConfig) -> Result<Outcome, CliError> {
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
         Some(Command::Dma(args)) => Ok(crate::dma::run(args, format, &cfg)?),
         Some(Command::Traffic(args)) => Ok(crate::traffic_cli::run(args, format, &cfg)?),
+        Some(Command::Merge(args)) => {
+            let mut texts = Vec::new();
+            for path in &args.files {
+                let name = path.display().to_string();
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    crate::pingpong_cli::PingPongError::Input {
+                        option: "merge",
+                        message: format!("{name}: {e}"),
+                    }
+                })?;
+                texts.push((name, text));
+            }
+            let merged = crate::pingpong_cli::shard::merge(&texts).map_err(|message| {
+                crate::pingpong_cli::PingPongError::Input {
+                    option: "merge",
+                    message,
+                }
+            })?;
+            Ok(Outcome::ok(merged))
+        }
         Some(Command::Calibrate(args)) => {
             let calibrated =
                 crate::config::calibrated::of(&cli.global.source(), &cfg).map_err(|e| {

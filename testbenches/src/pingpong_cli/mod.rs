@@ -21,6 +21,7 @@ mod pcap_out;
 mod perfetto;
 mod perfetto_flow;
 mod plot;
+pub mod shard;
 mod sweep;
 mod vcd_out;
 mod vcd_signals;
@@ -121,6 +122,10 @@ pub struct PingPongArgs {
     /// VipPostRecv is in each one-way figure) or `ahead` (before the clock starts).
     #[arg(long, value_enum, default_value_t = RecvPostArg::Timed)]
     pub recv_post: RecvPostArg,
+    /// Run only shard K of N of the size sweep (every N-th size from the K-th; for
+    /// batch schedulers); `hvia merge` joins the shards' JSON.
+    #[arg(long, value_name = "K/N", value_parser = shard::parse_shard)]
+    pub shard: Option<shard::Shard>,
     /// Trace and plot files.
     #[command(flatten)]
     pub trace: TraceArgs,
@@ -153,6 +158,7 @@ impl Default for PingPongArgs {
             iters: 10,
             warmup: 2,
             recv_post: RecvPostArg::Timed,
+            shard: None,
             trace: TraceArgs::default(),
         }
     }
@@ -369,6 +375,28 @@ pub fn run_pingpong(
     cfg: &SystemConfig,
     provenance: &Provenance,
 ) -> Result<Outcome, PingPongError> {
+    if let Some(sh) = args.shard {
+        let t = &args.trace;
+        if t.vcd.is_some()
+            || t.pcap.is_some()
+            || t.perfetto.is_some()
+            || t.plot.is_some()
+            || t.stats.is_some()
+        {
+            return Err(PingPongError::Input {
+                option: "--shard",
+                message: "a shard runs part of a sweep: trace, plot and stats files belong to an unsharded run".into(),
+            });
+        }
+        let mut part = args.clone();
+        part.shard = None;
+        part.sizes = SizeList(shard::select(&args.sizes.0, sh));
+        let mut out = run_pingpong(&part, format, cfg, provenance)?;
+        if format == Format::Json && out.status == 0 {
+            out.stdout = shard::annotate(&out.stdout, sh, &args.sizes.0);
+        }
+        return Ok(out);
+    }
     let plot = files::check_outputs(&args.trace)?;
     check_vcd_scopes(cfg, &args.trace)?;
     let op = Op::from(args.op);
