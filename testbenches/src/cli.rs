@@ -231,17 +231,11 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
         return crate::grid::run(cli, started);
     }
     let mut out = dispatch(cli, &cfg)?;
-    // Every report's JSON object carries the run's metadata.
-    let reports = matches!(
+    // Every JSON object the tool prints carries the run's metadata (a merge keeps the
+    // first shard's; completion scripts are not JSON).
+    let reports = !matches!(
         cli.command,
-        None | Some(
-            Command::Pingpong(_)
-                | Command::Breakdown(_)
-                | Command::Dma(_)
-                | Command::Traffic(_)
-                | Command::Validate
-                | Command::Calibrate(_)
-        )
+        Some(Command::Merge(_) | Command::Completions(_))
     );
     if reports && cli.global.format == Format::Json && !out.stdout.is_empty() {
         let info = crate::runinfo::RunInfo::new(&cfg, &Provenance::of(&cli.global), started);
