@@ -190,6 +190,8 @@ pub struct PciBus {
     bridge_master: Option<usize>,
     /// The transaction in progress (boxed: each clock takes it out and puts it back).
     active: Option<Box<Tenure>>,
+    /// The box of the last transaction, reused by the next one.
+    spare_tenure: Option<Box<Tenure>>,
     device_reads: Vec<DeviceRead>,
     /// Device write-retry windows `[start, end)` that are on (back-pressure).
     write_retry: Vec<(u64, u64)>,
@@ -230,6 +232,7 @@ impl PciBus {
             bridge: None,
             bridge_master: None,
             active: None,
+            spare_tenure: None,
             device_reads: Vec::new(),
             write_retry: Vec::new(),
             next_read_tag: 1,
