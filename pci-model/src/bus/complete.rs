@@ -29,6 +29,19 @@ impl PciBus {
         let Some(t) = self.active.take() else {
             return;
         };
+        self.finish_tenure(&t, (c, last), forced, ctx, mem);
+        self.spare_tenure = Some(t); // its box serves the next transaction
+    }
+
+    /// [`PciBus::finish`] of the transaction `t`, taken out of the bus.
+    fn finish_tenure<M: From<PciMsg>>(
+        &mut self,
+        t: &Tenure,
+        (c, last): (u64, u64),
+        forced: Option<TenureEnd>,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut Option<&mut HostMemory>,
+    ) {
         let m = t.master;
         let bytes = bytes_through(t.addr, t.end, t.w, t.done_words);
         let end = match (forced, t.stop_end) {
@@ -188,7 +201,7 @@ impl PciBus {
         if let Some(p) = self.masters.get_mut(m).filter(|p| p.recovery > 0) {
             p.hold_until = p.hold_until.max(last + 1 + p.recovery);
         }
-        self.record(&t, bytes, last, end, keep.then_some(logged), ctx);
+        self.record(t, bytes, last, end, keep.then_some(logged), ctx);
         if request_over {
             let status = match end {
                 TenureEnd::MasterAbort => TxnStatus::MasterAbort,

@@ -250,11 +250,16 @@ impl PciBus {
             out.resize(self.masters.len(), false);
             return;
         };
-        let busy = self.active.as_ref().map(|t| t.master);
-        out.extend(self.masters.iter().enumerate().map(|(m, port)| {
-            let skip = usize::from(busy == Some(m));
-            prev >= port.hold_until && port.queue.get(skip).is_some_and(|q| q.arrival <= prev)
-        }));
+        let busy = self.active.as_ref().map_or(usize::MAX, |t| t.master);
+        for (m, port) in self.masters.iter().enumerate() {
+            // The owner of the transaction in progress requests for its next request.
+            let next = if m == busy {
+                port.queue.get(1)
+            } else {
+                port.queue.front()
+            };
+            out.push(prev >= port.hold_until && next.is_some_and(|q| q.arrival <= prev));
+        }
     }
 
     /// An internal invariant broke: log it (and stop a debug build).

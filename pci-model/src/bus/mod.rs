@@ -190,6 +190,8 @@ pub struct PciBus {
     bridge_master: Option<usize>,
     /// The transaction in progress (boxed: each clock takes it out and puts it back).
     active: Option<Box<Tenure>>,
+    /// The box of the last transaction, reused by the next one.
+    spare_tenure: Option<Box<Tenure>>,
     device_reads: Vec<DeviceRead>,
     /// Device write-retry windows `[start, end)` that are on (back-pressure).
     write_retry: Vec<(u64, u64)>,
@@ -230,6 +232,7 @@ impl PciBus {
             bridge: None,
             bridge_master: None,
             active: None,
+            spare_tenure: None,
             device_reads: Vec::new(),
             write_retry: Vec::new(),
             next_read_tag: 1,
@@ -559,17 +562,22 @@ impl PciBus {
                 }
             }
             let c = self.clk_next;
-            let plain = self.plain_run(c, target + 1 - c);
-            if plain > 0 {
-                self.advance_plain(c, plain);
-                self.clk_next = c + plain;
-                continue;
-            }
-            let held = self.held_idle_run(c, target + 1 - c);
-            if held > 0 {
-                self.advance_held_idle(held);
-                self.clk_next = c + held;
-                continue;
+            // Plain data phases need a transaction in progress, held-off idle clocks
+            // none (each check is 0 otherwise): only the one that can apply is made.
+            if self.active.is_some() {
+                let plain = self.plain_run(c, target + 1 - c);
+                if plain > 0 {
+                    self.advance_plain(c, plain);
+                    self.clk_next = c + plain;
+                    continue;
+                }
+            } else {
+                let held = self.held_idle_run(c, target + 1 - c);
+                if held > 0 {
+                    self.advance_held_idle(held);
+                    self.clk_next = c + held;
+                    continue;
+                }
             }
             self.step(c, ctx, mem);
             self.clk_next = c + 1;

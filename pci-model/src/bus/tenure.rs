@@ -175,7 +175,7 @@ impl PciBus {
                 }
             }
         }
-        self.active = Some(Box::new(Tenure {
+        let tenure = Tenure {
             master: m,
             tag,
             command,
@@ -199,7 +199,15 @@ impl PciBus {
             first_data: None,
             last_data: None,
             retry_window: false,
-        }));
+        };
+        // The box of the last transaction is reused: no allocation per transaction.
+        self.active = Some(match self.spare_tenure.take() {
+            Some(mut b) => {
+                *b = tenure;
+                b
+            }
+            None => Box::new(tenure),
+        });
         self.stats.transactions += 1;
         if let Some(s) = self.stats.per_master.get_mut(m) {
             s.transactions += 1;
