@@ -27,10 +27,16 @@ fn ok(args: &[&str]) -> String {
 }
 
 /// Runs `args` with `--format json`, expects success, returns the parsed output.
+/// The JSON `args` print, without the `run` metadata (its start instant differs from run
+/// to run).
 fn json(args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["--format", "json"]);
-    serde_json::from_str(&ok(&all)).expect("valid JSON")
+    let mut v: Value = serde_json::from_str(&ok(&all)).expect("valid JSON");
+    if let Some(o) = v.as_object_mut() {
+        o.remove("run");
+    }
+    v
 }
 
 /// Runs `args`, expects exit status 2 without a panic and nothing on stdout; returns stderr.
