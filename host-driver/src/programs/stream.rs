@@ -19,7 +19,7 @@
 //! the receiver's ends when its flag is seen: their difference is the message's
 //! latency under load. Windows of more than 64 are refused (descriptor region).
 
-use super::setup::{setup, teardown, Role};
+use super::setup::{setup, teardown, Endpoint, Role};
 use super::{fill, pattern, verify, Direction, PingPongParams};
 use crate::ops::PollCond;
 use crate::program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
@@ -62,14 +62,20 @@ fn ring(p: &PingPongParams, s: &StreamParams) -> Result<PingPongParams, ProgramE
     })
 }
 
-/// The sending side: one record per message (`start` when posted, `end` when its send
-/// completed).
-///
-/// # Errors
-/// The first failing VIPL call or a completion in error.
-pub async fn stream_sender(mut vipl: Vipl, p: PingPongParams, s: StreamParams) -> ProgramResult {
-    check(&s)?;
-    let ep = setup(&mut vipl, &ring(&p, &s)?, Role::Initiator, false).await?;
+/// Where a side's send descriptors live: one slot of [`DESC_SLOT`] bytes per window
+/// entry, registered for the card to read.
+#[derive(Clone, Copy, Debug)]
+struct Outbound {
+    descs: u64,
+    descs_mh: via_abi::MemHandle,
+}
+
+/// Allocates and registers the descriptor region of a window.
+async fn descriptor_region(
+    vipl: &mut Vipl,
+    ep: &Endpoint,
+    s: &StreamParams,
+) -> Result<Outbound, ProgramError> {
     let local = VipMemAttributes {
         ptag: ep.ptag,
         enable_rdma_write: false,
@@ -81,49 +87,72 @@ pub async fn stream_sender(mut vipl: Vipl, p: PingPongParams, s: StreamParams) -
         .vip_register_mem(ep.nic, descs, region, &local)
         .await
         .call("VipRegisterMem")?;
+    Ok(Outbound { descs, descs_mh })
+}
+
+/// Fills slot `i % window` of the outgoing ring with message `i` (pattern of `dir`),
+/// builds its RDMA write to the same slot of the peer's ring and posts it; returns the
+/// message's record (`start` = `end` = the post).
+async fn post_message(
+    vipl: &mut Vipl,
+    ep: &Endpoint,
+    out: Outbound,
+    s: &StreamParams,
+    i: u32,
+    dir: Direction,
+    touch: bool,
+) -> Result<IterationRecord, ProgramError> {
+    let size = u64::from(s.size);
+    let slot = u64::from(i % s.window);
+    let (src, src_mh) = ep.src;
+    let at = src + slot * size;
+    fill(vipl, at, &pattern(i, dir, s.size), touch)
+        .await
+        .call("store")?;
+    let desc = rdma_write_descriptor(
+        vec![data_segment(at, src_mh, s.size)],
+        ep.peer_dst.0 + slot * size,
+        ep.peer_dst.1,
+        None,
+    );
+    let desc_va = out.descs + slot * DESC_SLOT;
+    vipl.build_descriptor(desc_va, &desc).await.call("build")?;
+    let start = vipl.now();
+    vipl.vip_post_send(ep.vi, desc_va, out.descs_mh)
+        .await
+        .call("VipPostSend")?;
+    Ok(IterationRecord {
+        index: i,
+        bytes: s.size,
+        start,
+        end: start,
+        verified_bytes: 0,
+        warmup: false,
+    })
+}
+
+/// The sending side: one record per message (`start` when posted, `end` when its send
+/// completed).
+///
+/// # Errors
+/// The first failing VIPL call or a completion in error.
+pub async fn stream_sender(mut vipl: Vipl, p: PingPongParams, s: StreamParams) -> ProgramResult {
+    check(&s)?;
+    let ep = setup(&mut vipl, &ring(&p, &s)?, Role::Initiator, false).await?;
+    let out = descriptor_region(&mut vipl, &ep, &s).await?;
     let mut report = ProgramReport {
         program: "stream-sender",
         setup_done: vipl.now(),
         ..ProgramReport::default()
     };
-    let size = u64::from(s.size);
     let mut pending: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
     for i in 0..s.messages {
         if pending.len() >= s.window as usize {
             complete_oldest(&mut vipl, &ep, &mut pending, &mut report, p.wait_timeout).await?;
         }
         vipl.set_trace_msg(MsgId(u64::from(i)));
-        let slot = u64::from(i % s.window);
-        let (src, src_mh) = ep.src;
-        let at = src + slot * size;
-        fill(
-            &vipl,
-            at,
-            &pattern(i, Direction::Ping, s.size),
-            p.touch_data,
-        )
-        .await
-        .call("store")?;
-        let desc = rdma_write_descriptor(
-            vec![data_segment(at, src_mh, s.size)],
-            ep.peer_dst.0 + slot * size,
-            ep.peer_dst.1,
-            None,
-        );
-        let desc_va = descs + slot * DESC_SLOT;
-        vipl.build_descriptor(desc_va, &desc).await.call("build")?;
-        let start = vipl.now();
-        vipl.vip_post_send(ep.vi, desc_va, descs_mh)
-            .await
-            .call("VipPostSend")?;
-        report.iterations.push(IterationRecord {
-            index: i,
-            bytes: s.size,
-            start,
-            end: start,
-            verified_bytes: 0,
-            warmup: false,
-        });
+        let rec = post_message(&mut vipl, &ep, out, &s, i, Direction::Ping, p.touch_data).await?;
+        report.iterations.push(rec);
         pending.push_back(report.iterations.len() - 1);
     }
     while !pending.is_empty() {
@@ -137,7 +166,7 @@ pub async fn stream_sender(mut vipl: Vipl, p: PingPongParams, s: StreamParams) -
 /// VipSendWait for the oldest outstanding send; its record ends now.
 async fn complete_oldest(
     vipl: &mut Vipl,
-    ep: &super::setup::Endpoint,
+    ep: &Endpoint,
     pending: &mut std::collections::VecDeque<usize>,
     report: &mut ProgramReport,
     timeout: crate::vipl::Timeout,
@@ -230,17 +259,7 @@ pub async fn stream_duplex(
         (Direction::Pong, Direction::Ping)
     };
     let ep = setup(&mut vipl, &ring(&p, &s)?, role, false).await?;
-    let local = VipMemAttributes {
-        ptag: ep.ptag,
-        enable_rdma_write: false,
-        enable_rdma_read: false,
-    };
-    let region = DESC_SLOT * u64::from(s.window);
-    let descs = vipl.malloc(region, 64).await.call("malloc")?;
-    let descs_mh = vipl
-        .vip_register_mem(ep.nic, descs, region, &local)
-        .await
-        .call("VipRegisterMem")?;
+    let out = descriptor_region(&mut vipl, &ep, &s).await?;
     let mut report = ProgramReport {
         program: if initiator {
             "duplex-initiator"
@@ -278,33 +297,8 @@ pub async fn stream_duplex(
             }
         }
         if sent < s.messages && pending.len() < s.window as usize {
-            let i = sent;
-            let slot = u64::from(i % s.window);
-            let (src, src_mh) = ep.src;
-            let at = src + slot * size;
-            fill(&vipl, at, &pattern(i, out_dir, s.size), p.touch_data)
-                .await
-                .call("store")?;
-            let desc = rdma_write_descriptor(
-                vec![data_segment(at, src_mh, s.size)],
-                ep.peer_dst.0 + slot * size,
-                ep.peer_dst.1,
-                None,
-            );
-            let desc_va = descs + slot * DESC_SLOT;
-            vipl.build_descriptor(desc_va, &desc).await.call("build")?;
-            let start = vipl.now();
-            vipl.vip_post_send(ep.vi, desc_va, descs_mh)
-                .await
-                .call("VipPostSend")?;
-            report.iterations.push(IterationRecord {
-                index: i,
-                bytes: s.size,
-                start,
-                end: start,
-                verified_bytes: 0,
-                warmup: false,
-            });
+            let rec = post_message(&mut vipl, &ep, out, &s, sent, out_dir, p.touch_data).await?;
+            report.iterations.push(rec);
             pending.push_back(report.iterations.len() - 1);
             sent += 1;
             continue;
