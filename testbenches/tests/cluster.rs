@@ -142,3 +142,19 @@ fn both_directions_at_once_share_each_nodes_bus() {
     assert!(a.aggregate_mb_s + b.aggregate_mb_s > alone.aggregate_mb_s);
     assert_eq!(a.delivery.lost, 0);
 }
+
+/// A lost message on unreliable VIs ends a bidirectional run with an error (the loop
+/// waits for the peer with an untimed poll once it has nothing of its own left), never a
+/// run that goes on for ever.
+#[test]
+fn a_lost_message_ends_a_bidirectional_run() {
+    use host_driver::programs::StreamParams;
+    use testbenches::system::traffic::run_bidirectional;
+    let cfg = config(&["faults.frame_loss=0.05"]);
+    let s = StreamParams {
+        size: 4096,
+        messages: 200,
+        window: 4,
+    };
+    assert!(run_bidirectional(&cfg, s).is_err());
+}

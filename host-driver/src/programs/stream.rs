@@ -308,7 +308,18 @@ pub async fn stream_duplex(
             let at = ep.dst.0 + u64::from(j % s.window) * size;
             let since = *looking_since.get_or_insert(vipl.now());
             match vipl
-                .poll_mem(at + size - 1, PollCond::ByteEquals(super::flag(j)), look)
+                .poll_mem(
+                    at + size - 1,
+                    PollCond::ByteEquals(super::flag(j)),
+                    // With nothing of its own left to post or complete, the loop only
+                    // waits for the peer: an untimed poll, so a message that never comes
+                    // leaves the run stalled (and diagnosed), never spinning.
+                    if sent == s.messages && pending.is_empty() {
+                        p.wait_timeout
+                    } else {
+                        look
+                    },
+                )
                 .await
             {
                 Ok(_) => {
