@@ -222,17 +222,7 @@ impl Figures {
     }
 
     fn percentile(&self, q: f64) -> u64 {
-        let n = self.latencies_ps.len();
-        if n == 0 {
-            return 0;
-        }
-        #[allow(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss
-        )]
-        let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
-        self.latencies_ps[rank - 1]
+        crate::system::traffic::percentile(&self.latencies_ps, q)
     }
 }
 

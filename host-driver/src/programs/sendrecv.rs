@@ -30,7 +30,8 @@
 //! not depend on how many round trips are measured.
 
 use super::setup::{
-    checked, post_iteration_send, recv_wait, setup, teardown, Endpoint, Role, RECV_DESC, SEND_DESC,
+    post_iteration_send, recv_wait, setup, teardown, wait_iteration_send, Endpoint, Role,
+    RECV_DESC, SEND_DESC,
 };
 use super::{fill, pattern, verify, Direction, PingPongParams};
 use crate::program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
@@ -198,13 +199,7 @@ pub async fn sendrecv_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> P
             if !last {
                 post_next_recv(&mut vipl, &ep).await?;
             }
-            let c = vipl
-                .vip_send_wait(ep.vi, p.wait_timeout)
-                .await
-                .call("VipSendWait")?;
-            if !(last && c.status.errors() == via_abi::Status::FLUSHED) {
-                checked(c, "VipSendWait")?;
-            }
+            wait_iteration_send(&mut vipl, ep.vi, p.wait_timeout, last).await?;
         } else {
             post_iteration_send(
                 &mut vipl,

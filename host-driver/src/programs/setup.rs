@@ -121,6 +121,20 @@ pub async fn post_iteration_send(
     vipl.vip_post_send(vi, desc_va, mh)
         .await
         .call("VipPostSend")?;
+    wait_iteration_send(vipl, vi, timeout, last).await
+}
+
+/// The wait of [`post_iteration_send`]: VipSendWait, accepting a send flushed by the
+/// peer's disconnect in the `last` iteration.
+///
+/// # Errors
+/// The call failing, or the completion in error (but that one).
+pub async fn wait_iteration_send(
+    vipl: &mut Vipl,
+    vi: ViHandle,
+    timeout: Timeout,
+    last: bool,
+) -> Result<(), ProgramError> {
     let c = vipl.vip_send_wait(vi, timeout).await.call("VipSendWait")?;
     if last && c.status.errors() == via_abi::Status::FLUSHED {
         return Ok(());

@@ -41,18 +41,24 @@ impl StreamRun {
     /// The latency at quantile `q` (0 ..= 1, nearest rank) \[ps\].
     #[must_use]
     pub fn percentile(&self, q: f64) -> u64 {
-        let n = self.latencies_ps.len();
-        if n == 0 {
-            return 0;
-        }
-        #[allow(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss
-        )]
-        let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
-        self.latencies_ps[rank - 1]
+        percentile(&self.latencies_ps, q)
     }
+}
+
+/// The value at quantile `q` (0 ..= 1, nearest rank) of `sorted` (0 if empty).
+#[must_use]
+pub fn percentile(sorted: &[u64], q: f64) -> u64 {
+    let n = sorted.len();
+    if n == 0 {
+        return 0;
+    }
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+    sorted[rank - 1]
 }
 
 /// Streams `s` from node 0 to node 1 on the system `cfg` describes.
@@ -61,7 +67,7 @@ impl StreamRun {
 /// The system cannot be built, a program fails, or the run does not finish.
 pub fn run_stream(cfg: &SystemConfig, s: StreamParams) -> Result<StreamRun, RunError> {
     let (sys, sender, receiver) = run_two(cfg, s, false)?;
-    Ok(finish(sys, s, sender, receiver))
+    Ok(finish(&sys, s, sender, receiver))
 }
 
 /// Both directions at once: node 0 streams `s` to node 1 while node 1 streams `s` to
@@ -95,8 +101,8 @@ pub fn run_bidirectional(
     };
     let (a_sent, a_recv) = split(&a);
     let (b_sent, b_recv) = split(&b);
-    let forward = finish_ref(&sys, s, a_sent, b_recv);
-    let backward = finish(sys, s, b_sent, a_recv);
+    let forward = finish(&sys, s, a_sent, b_recv);
+    let backward = finish(&sys, s, b_sent, a_recv);
     Ok((forward, backward))
 }
 
@@ -171,15 +177,6 @@ fn run_two(
 
 /// The figures of one direction, from the sender's and the receiver's records.
 fn finish(
-    sys: System,
-    s: StreamParams,
-    sender: ProgramReport,
-    receiver: ProgramReport,
-) -> StreamRun {
-    finish_ref(&sys, s, sender, receiver)
-}
-
-fn finish_ref(
     sys: &System,
     s: StreamParams,
     sender: ProgramReport,
