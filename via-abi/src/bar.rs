@@ -10,7 +10,7 @@
 //! | offset | name | access | meaning |
 //! |---|---|---|---|
 //! | 0x0000 | `CARD_ID` | R | [`CARD_ID_VALUE`] |
-//! | 0x0004 | `CARD_STATUS` | R | bit 0: engine ready |
+//! | 0x0004 | `CARD_STATUS` | R | bit 0: engine ready; bit 1 ([`CARD_RDMA_READ`]): the engine implements RDMA read |
 //! | 0x0008 | `MAC_LO` | R | MAC address bytes 0..4 (byte 0 in bits 7:0) |
 //! | 0x000C | `MAC_HI` | R | MAC address bytes 4..6 in bits 15:0 |
 //! | 0x0100 | `ATT_VA_LO` | W | region start VA, bits 31:0 |
@@ -50,8 +50,11 @@ pub const CARD_ID_VALUE: u32 = u32::from_le_bytes(*b"HVIA");
 
 /// Card identification (R).
 pub const CARD_ID: u64 = 0x0000;
-/// Card status (R): bit 0 engine ready.
+/// Card status (R): bit 0 engine ready, bit 1 [`CARD_RDMA_READ`].
 pub const CARD_STATUS: u64 = 0x0004;
+/// `CARD_STATUS` bit: the engine implements RDMA read (VIA 1.0 makes it optional; the
+/// published card does not, the `rdma-read` preset's does). `VipQueryNic` reports it.
+pub const CARD_RDMA_READ: u32 = 1 << 1;
 /// MAC address bytes 0..4 (R).
 pub const MAC_LO: u64 = 0x0008;
 /// MAC address bytes 4..6 (R).

@@ -19,10 +19,16 @@
 //! | 16..20 | fragment offset \[bytes\] | `frag_offset` | where this fragment's payload goes in the message (RDMA: at `remote_va + frag_offset`) |
 //! | 20..22 | fragment payload length \[bytes\] | `frag_len` | short frames are padded to 60 bytes, so the frame length cannot tell |
 //! | 22..24 | reserved, 0 | `reserved1` | aligns the remote VA to 8 bytes |
-//! | 24..32 | remote virtual address | `remote_va` | RDMA write: start of the target buffer (same in every fragment); 0 otherwise |
-//! | 32..36 | remote memory handle | `remote_handle` | RDMA write: the receiver's handle for that buffer; 0 otherwise |
-//! | 36..40 | immediate data | `immediate` | valid when IMMEDIATE is set; sent in every fragment, used on the last |
+//! | 24..32 | remote virtual address | `remote_va` | RDMA write: start of the target buffer (same in every fragment); RDMA read request: start of the source buffer; 0 otherwise |
+//! | 32..36 | remote memory handle | `remote_handle` | RDMA write: the receiver's handle for that buffer; RDMA read request: the responder's handle for the source; 0 otherwise |
+//! | 36..40 | immediate data | `immediate` | valid when IMMEDIATE is set; sent in every fragment, used on the last. RDMA read response (IMMEDIATE clear): the sequence number of the request it answers |
 //! | 40.. | payload, `frag_len` bytes | `payload` | |
+//!
+//! RDMA read (op 9 request, op 10 response): the request has no payload, `msg_len` is
+//! the number of bytes to read and FIRST | LAST are set; it takes the requester's next
+//! sequence number. The responder answers with response fragments numbered in its own
+//! sequence, laid out like an RDMA write's (`msg_len`, `frag_offset`, `frag_len`,
+//! FIRST / LAST), `remote_va` and `remote_handle` 0.
 //!
 //! Connection management frames (connect request/accept/reject, disconnect) carry their
 //! parameters (discriminator, reliability level, MTU) in the payload; header fields they do
@@ -189,6 +195,14 @@ pub enum WireOp {
     /// 8: go-back nak: `seq` is the next data frame the receiver expects; the sender
     /// resends from there (not an error).
     Nak,
+    /// 9: RDMA read request (no payload): read `msg_len` bytes at `remote_va` of the
+    /// responder's region `remote_handle`. Sequenced like a data frame (reliable VIs
+    /// only).
+    RdmaReadRequest,
+    /// 10: a fragment of an RDMA read's data, from the responder back to the requester:
+    /// placed at `frag_offset` of the requester's read buffers; `immediate` names the
+    /// request (its sequence number).
+    RdmaReadResponse,
     /// Any other value (raw byte).
     Unknown(u8),
 }
@@ -205,6 +219,8 @@ impl WireOp {
             6 => WireOp::Disconnect,
             7 => WireOp::Ack,
             8 => WireOp::Nak,
+            9 => WireOp::RdmaReadRequest,
+            10 => WireOp::RdmaReadResponse,
             other => WireOp::Unknown(other),
         }
     }
@@ -220,13 +236,25 @@ impl WireOp {
             WireOp::Disconnect => 6,
             WireOp::Ack => 7,
             WireOp::Nak => 8,
+            WireOp::RdmaReadRequest => 9,
+            WireOp::RdmaReadResponse => 10,
             WireOp::Unknown(raw) => raw,
         }
     }
 
-    /// Whether the frame carries message data (send or RDMA write fragments).
+    /// Whether the frame carries message data (send, RDMA write or RDMA read response
+    /// fragments).
     pub const fn carries_data(self) -> bool {
-        matches!(self, WireOp::Send | WireOp::RdmaWrite)
+        matches!(
+            self,
+            WireOp::Send | WireOp::RdmaWrite | WireOp::RdmaReadResponse
+        )
+    }
+
+    /// Whether the frame takes a sequence number of its connection (data fragments and
+    /// RDMA read requests): reliable VIs acknowledge and retransmit these.
+    pub const fn is_sequenced(self) -> bool {
+        self.carries_data() || matches!(self, WireOp::RdmaReadRequest)
     }
 }
 
@@ -692,7 +720,7 @@ mod tests {
         assert_eq!(WireOp::from_raw(8), WireOp::Nak);
         assert_eq!(WireOp::Nak.raw(), 8);
         assert!(!WireOp::Nak.carries_data());
-        assert_eq!(WireOp::from_raw(9), WireOp::Unknown(9));
+        assert_eq!(WireOp::from_raw(11), WireOp::Unknown(11));
         let mut r = repr();
         r.flags |= WireFlags::ACK_REQ;
         let mut f = frame();
@@ -727,6 +755,43 @@ mod tests {
             WireHeaderRepr::parse(&WireHeader::new_unchecked(&buf[..])),
             Ok(nak)
         );
+    }
+
+    #[test]
+    fn rdma_read_ops_on_the_wire() {
+        assert_eq!(WireOp::from_raw(9), WireOp::RdmaReadRequest);
+        assert_eq!(WireOp::from_raw(10), WireOp::RdmaReadResponse);
+        assert_eq!(WireOp::RdmaReadRequest.raw(), 9);
+        assert_eq!(WireOp::RdmaReadResponse.raw(), 10);
+        assert!(!WireOp::RdmaReadRequest.carries_data() && WireOp::RdmaReadRequest.is_sequenced());
+        assert!(WireOp::RdmaReadResponse.carries_data() && WireOp::RdmaReadResponse.is_sequenced());
+        assert!(!WireOp::Ack.is_sequenced());
+        // A request for 5000 bytes: no payload, so its fragment fields need not add up.
+        let req = WireHeaderRepr {
+            op: WireOp::RdmaReadRequest,
+            flags: WireFlags::FIRST | WireFlags::LAST,
+            dst_vi: 5,
+            src_vi: 9,
+            seq: 3,
+            msg_len: 5000,
+            frag_offset: 0,
+            frag_len: 0,
+            remote_va: 0xBF00_3000,
+            remote_handle: MemHandle(0x0020_0003),
+            immediate: 0,
+        };
+        let mut buf = [0u8; HEADER_LEN];
+        req.emit(&mut WireHeader::new_unchecked(&mut buf[..]));
+        assert_eq!(buf[1], 9);
+        assert_eq!(&buf[12..16], &[0, 0, 0x13, 0x88], "msg_len 5000");
+        assert_eq!(req.check_fragment(), Ok(()));
+        // A response fragment is checked like an RDMA write's.
+        let mut resp = repr();
+        resp.op = WireOp::RdmaReadResponse;
+        resp.flags = WireFlags::LAST;
+        assert_eq!(resp.check_fragment(), Ok(()));
+        resp.msg_len = 1999;
+        assert!(resp.check_fragment().is_err());
     }
 
     proptest! {

@@ -57,8 +57,9 @@ impl Engine {
                 }
             }
             // A Nak or a flush (an error bit) ends the wait; the Ack of the last
-            // fragment ends it in `ack_received`.
-            SendStage::AwaitAck => {
+            // fragment ends it in `ack_received`, an RDMA read's landed data in
+            // `read_landed`.
+            SendStage::AwaitAck | SendStage::AwaitData => {
                 if !s.status.is_error() {
                     return;
                 }
@@ -71,14 +72,28 @@ impl Engine {
         self.send_ready(id, io, ram);
     }
 
-    /// Send context `id` may complete once the earlier ones of its VI have.
+    /// Send context `id` may complete once the earlier ones of its VI have (an RDMA read
+    /// once its data has also landed).
     pub(crate) fn send_ready(&mut self, id: SendId, io: &mut Io, ram: &mut BufferRam) {
+        if let Some(s) = self.send.ctxs.get_mut(&id) {
+            if s.awaits_read_data() {
+                s.set_stage(SendStage::AwaitData, io);
+                return;
+            }
+        }
         self.send_done(id, true, io, ram);
     }
 
     /// Send context `id` is done (`reachable`: its status can be written) and waits for
     /// the earlier ones of its VI.
     fn send_done(&mut self, id: SendId, reachable: bool, io: &mut Io, ram: &mut BufferRam) {
+        self.send_finished(id, reachable, io);
+        self.kick_doorbells(io, ram);
+    }
+
+    /// [`Engine::send_done`] without the doorbell kick (which every handler's settle
+    /// does anyway).
+    pub(crate) fn send_finished(&mut self, id: SendId, reachable: bool, io: &mut Io) {
         // May miss: as in `send_progress`, a send flushed and removed meanwhile.
         let Some(s) = self.send.ctxs.get_mut(&id) else {
             return;
@@ -90,8 +105,8 @@ impl Engine {
                 v.tx_active = None;
             }
         }
+        self.next_read_response(vi);
         self.complete_in_order(vi, io);
-        self.kick_doorbells(io, ram);
     }
 
     /// Send context `id` cannot be completed: its descriptor is unreachable.
@@ -126,6 +141,22 @@ impl Engine {
             }
             if !reachable {
                 self.send.ctxs.remove(&id);
+                continue;
+            }
+            if let Some(request) = s.response_to {
+                // An RDMA read response has no host descriptor: nothing to write. One
+                // that failed (its source could not be read, its VI broke) tells the
+                // requester, whose read completes with the error bits.
+                let (err, msg) = (s.status.errors(), s.msg);
+                self.stats.read_responses_completed += 1;
+                self.send.ctxs.remove(&id);
+                let connected = self
+                    .vis
+                    .get(vi)
+                    .is_some_and(|v| v.state() == ViState::Connected);
+                if err.is_error() && connected {
+                    self.send_ack(vi, request, err, msg, io);
+                }
                 continue;
             }
             span(io, s.msg, "completion order wait", &mut s.mark);

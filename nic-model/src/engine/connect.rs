@@ -23,7 +23,7 @@ use super::unit::vi::{PendingConnect, Vi, ViState};
 use super::Engine;
 use gige_mac::BufferRam;
 use sim_kernel::StateName;
-use via_abi::bar::{CmdResult, Reliability, ViCmd, VI_ATTR_RDMA_WRITE};
+use via_abi::bar::{CmdResult, Reliability, ViCmd, VI_ATTR_RDMA_READ, VI_ATTR_RDMA_WRITE};
 use via_abi::wire_header::{WireHeaderRepr, WireOp};
 use via_abi::{MacAddr, ProtectionTag};
 
@@ -75,7 +75,9 @@ impl Engine {
                     CmdResult::InvalidParameter
                 } else {
                     let rdma = self.regs.vi_attr & VI_ATTR_RDMA_WRITE != 0;
-                    self.vis.put(n, Some(Vi::new(n, ptag, rel, rdma)));
+                    let mut vi = Vi::new(n, ptag, rel, rdma);
+                    vi.rdma_read = self.regs.vi_attr & VI_ATTR_RDMA_READ != 0;
+                    self.vis.put(n, Some(vi));
                     CmdResult::Ok
                 }
             }
@@ -280,7 +282,13 @@ impl Engine {
                     self.stats.rx_not_connected += 1;
                 }
             }
-            WireOp::Send | WireOp::RdmaWrite | WireOp::Ack | WireOp::Nak | WireOp::Unknown(_) => {}
+            WireOp::Send
+            | WireOp::RdmaWrite
+            | WireOp::Ack
+            | WireOp::Nak
+            | WireOp::RdmaReadRequest
+            | WireOp::RdmaReadResponse
+            | WireOp::Unknown(_) => {}
         }
     }
 

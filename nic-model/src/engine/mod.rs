@@ -78,6 +78,8 @@ mod complete;
 mod connect;
 mod doorbell;
 mod qlink;
+mod readreq;
+mod readresp;
 mod recvcheck;
 mod recvdesc;
 mod regs;
@@ -350,6 +352,7 @@ impl Engine {
                         self.recv_buf_translated(rx, seg, result, io, ram)
                     }
                     AttFor::Remote => self.remote_translated(result, io, ram),
+                    AttFor::ReadSource => self.read_source_translated(result, io, ram),
                     AttFor::StatusOnly { job } => self.status_translated(job, result, io),
                     AttFor::RecvCheck { rest } => self.recv_check_translated(rest, result, io, ram),
                     AttFor::RecvCheckBuf { seg } => {

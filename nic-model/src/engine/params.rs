@@ -134,6 +134,12 @@ pub struct EngineParams {
     /// (2..=4096); the sender asks for an Ack every `max(1, window / 4)` frames. Default
     /// 64; assumption (sized not to bind without faults: about 32 frames are in flight).
     pub retx_window_frames: u32,
+    /// The engine implements RDMA read (VIA 1.0 optional; `CARD_STATUS` bit 1): an RDMA
+    /// read descriptor on a reliable VI sends a read request, the peer's engine answers
+    /// with the data. `false`, the published card (RDMA write only): an RDMA read
+    /// descriptor completes with `FORMAT_ERROR` and a read request is dropped as an
+    /// unknown op. Default false; paper (the card implements RDMA write).
+    pub rdma_read: bool,
 }
 
 impl Default for EngineParams {
@@ -166,6 +172,7 @@ impl Default for EngineParams {
             retx_timeout_cycles: Cycles(33_000),
             retx_limit: 7,
             retx_window_frames: 64,
+            rdma_read: false,
         }
     }
 }

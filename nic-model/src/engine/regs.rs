@@ -84,7 +84,13 @@ impl Engine {
         let mac = self.params.mac.octets();
         match off {
             bar::CARD_ID => bar::CARD_ID_VALUE,
-            bar::CARD_STATUS => 1,
+            bar::CARD_STATUS => {
+                1 | if self.params.rdma_read {
+                    bar::CARD_RDMA_READ
+                } else {
+                    0
+                }
+            }
             bar::MAC_LO => u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]),
             bar::MAC_HI => u32::from_le_bytes([mac[4], mac[5], 0, 0]),
             bar::VI_STATE => self.vis.state_code(r.vi_sel).raw(),

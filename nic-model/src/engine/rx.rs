@@ -6,7 +6,9 @@
 //! ```text
 //!  GecRxFrame --queue--> header check (14 words read + header_check_cycles)
 //!     --> Ethernet dst = this card, EtherType VIA, VIA version 1, fragment fields
-//!     --> op: Send / RdmaWrite -> rxdata; Ack -> complete; Connect*/Disconnect -> connect
+//!     --> op: Send / RdmaWrite / RDMA read request and response -> rxdata (a request
+//!         then goes to readreq, a response is placed by readresp); Ack -> complete;
+//!         Connect*/Disconnect -> connect
 //!  the slot is released (GecRxRelease) as soon as the frame has left the RX buffer
 //! ```
 //!
@@ -108,6 +110,9 @@ impl Engine {
         let src = parsed.eth.src;
         match h.op {
             WireOp::Send | WireOp::RdmaWrite => self.rx_data(io, ram),
+            WireOp::RdmaReadRequest | WireOp::RdmaReadResponse if self.params.rdma_read => {
+                self.rx_data(io, ram)
+            }
             WireOp::Ack => {
                 if self.vis.is_peer(h.dst_vi, src, h.src_vi) {
                     let status = Status::from_bits_retain(h.immediate);
@@ -141,9 +146,12 @@ impl Engine {
                 }
                 self.rx_release(io);
             }
-            // Without retransmission a go-back Nak means nothing: dropped like an
-            // unknown op.
-            WireOp::Nak | WireOp::Unknown(_) => {
+            // Without retransmission a go-back Nak means nothing, and an engine without
+            // RDMA read knows no read frames: dropped like an unknown op.
+            WireOp::Nak
+            | WireOp::RdmaReadRequest
+            | WireOp::RdmaReadResponse
+            | WireOp::Unknown(_) => {
                 self.stats.rx_bad_op += 1;
                 self.rx_release(io);
             }

@@ -26,6 +26,11 @@
 //!   `recv_descriptor_per_frame`, every later fragment reads and translates the
 //!   descriptor again before its bytes are placed (the receive path keeps no copy).
 //!
+//! * **RDMA read response**: placed like a send, scattered over the data segments of
+//!   the requester's read descriptor (translated `LocalWrite` when it was decoded),
+//!   which the first fragment finds by the request's sequence number (`readresp`).
+//! * **RDMA read request**: after the sequence check it goes to `readreq`.
+//!
 //! The payload's way into host memory is in `rxdrain`, the receiver's errors in
 //! `rxerror`, receive descriptors in `recvdesc`.
 
@@ -38,8 +43,9 @@ use super::unit::vi::PostedRecv;
 use super::{Engine, EngineWake};
 use crate::att::{AccessKind, Piece, TranslateError};
 use gige_mac::BufferRam;
-use via_abi::wire_header::{WireFlags, WireOp};
-use via_abi::Status;
+use std::collections::VecDeque;
+use via_abi::wire_header::{WireFlags, WireHeaderRepr, WireOp};
+use via_abi::{DataSegmentRepr, Status};
 
 impl Engine {
     /// A data frame passed the header check.
@@ -118,6 +124,10 @@ impl Engine {
         }
         vi.rx_seq = vi.rx_seq.wrapping_add(1);
         vi.counters.frames_received += 1;
+        if h.op == WireOp::RdmaReadRequest {
+            self.read_request(h, msg, io, ram);
+            return;
+        }
         let (reliable, cur) = (vi.reliable(), vi.rx_cur);
         let last = h.flags.contains(WireFlags::LAST);
         let id = if h.flags.contains(WireFlags::FIRST) {
@@ -146,8 +156,16 @@ impl Engine {
                     last_seq: h.seq,
                     reliable,
                     mark: io.now(),
+                    read: None,
                 },
             );
+            if h.op == WireOp::RdmaReadResponse {
+                self.stats.read_response_frames_received += 1;
+                let read = self.read_waiting(n, h.immediate, h.msg_len);
+                if let Some(m) = self.recv.msgs.get_mut(&id) {
+                    m.read = read;
+                }
+            }
             if let Some(vi) = self.vis.get_mut(n) {
                 vi.rx_cur = Some(id);
             }
@@ -158,6 +176,9 @@ impl Engine {
                     m.op == h.op && m.len == h.msg_len && m.next_off == u64::from(h.frag_offset)
                 })
             });
+            if h.op == WireOp::RdmaReadResponse {
+                self.stats.read_response_frames_received += 1;
+            }
             match cont {
                 Some(id) => id,
                 None => {
@@ -328,36 +349,19 @@ impl Engine {
             }
             return;
         }
+        if m.op == WireOp::RdmaReadResponse {
+            let read = m.read;
+            self.read_response_frame(read, h, io, ram);
+            return;
+        }
         // Send: scatter over the receive descriptor's data segments.
         let chunk = self.params.rx_chunk();
-        let mut plan = std::collections::VecDeque::new();
-        if let Some(d) = m
+        let plan = m
             .desc
             .as_ref()
             .and_then(|d| Some((d.repr.as_ref()?, &d.seg_pieces)))
-        {
-            let (repr, pieces) = d;
-            let mut o = u64::from(h.frag_offset);
-            let end = o + u64::from(h.frag_len);
-            let mut seg_start = 0u64;
-            for (i, seg) in repr.data.iter().enumerate() {
-                let seg_end = seg_start + u64::from(seg.length);
-                while o < end && o < seg_end {
-                    let n = chunk.min(end - o).min(seg_end - o);
-                    let pages = pieces
-                        .get(i)
-                        .and_then(|p| pages_for(p, o - seg_start, n))
-                        .unwrap_or_default();
-                    plan.push_back(Chunk {
-                        off: o - u64::from(h.frag_offset),
-                        len: n,
-                        pages,
-                    });
-                    o += n;
-                }
-                seg_start = seg_end;
-            }
-        }
+            .map(|(repr, pieces)| scatter_plan(&repr.data, pieces, &h, chunk))
+            .unwrap_or_default();
         self.rx_start_drain(plan, io, ram);
     }
 
@@ -423,4 +427,37 @@ impl Engine {
         );
         self.rx_release(io);
     }
+}
+
+/// Where the payload of fragment `h` goes when its message is scattered over data
+/// segments `segs` (translated as `pieces`, one list per segment) in order: chunks of at
+/// most `chunk` bytes that never cross a segment.
+pub(crate) fn scatter_plan(
+    segs: &[DataSegmentRepr],
+    pieces: &[Vec<Piece>],
+    h: &WireHeaderRepr,
+    chunk: u64,
+) -> VecDeque<Chunk> {
+    let mut plan = VecDeque::new();
+    let mut o = u64::from(h.frag_offset);
+    let end = o + u64::from(h.frag_len);
+    let mut seg_start = 0u64;
+    for (i, seg) in segs.iter().enumerate() {
+        let seg_end = seg_start + u64::from(seg.length);
+        while o < end && o < seg_end {
+            let n = chunk.min(end - o).min(seg_end - o);
+            let pages = pieces
+                .get(i)
+                .and_then(|p| pages_for(p, o - seg_start, n))
+                .unwrap_or_default();
+            plan.push_back(Chunk {
+                off: o - u64::from(h.frag_offset),
+                len: n,
+                pages,
+            });
+            o += n;
+        }
+        seg_start = seg_end;
+    }
+    plan
 }

@@ -7,8 +7,9 @@
 //!
 //! A message is complete when its last fragment is drained and every write has
 //! completed: a send (or an RDMA write with immediate data) then gets its receive
-//! descriptor's length, status and immediate data written (`status write`); on a
-//! reliable VI the sender gets an Ack.
+//! descriptor's length, status and immediate data written (`status write`), an RDMA
+//! read response completes its read (`readresp`); on a reliable VI the sender gets an
+//! Ack.
 
 use super::fifo::{cycles_until, Run, RX_MOVER_PRIORITY};
 use super::frame::HEADERS_LEN;
@@ -199,12 +200,20 @@ impl Engine {
             if ok {
                 if m.op == WireOp::RdmaWrite {
                     self.stats.rdma_bytes_placed += len;
+                } else if m.op == WireOp::RdmaReadResponse {
+                    self.stats.read_bytes_placed += len;
                 } else {
                     self.stats.recv_bytes_placed += len;
                 }
             } else {
                 self.stats.dma_failures += 1;
                 m.fail();
+                // A read's own buffer refused the write: a local protection error.
+                if let Some(s) = m.read.and_then(|r| self.send.ctxs.get_mut(&r)) {
+                    if !s.status.is_error() {
+                        s.status |= Status::PROTECTION_ERROR;
+                    }
+                }
             }
         }
         self.rx_check_complete(id, io);
@@ -222,6 +231,9 @@ impl Engine {
         }
         if m.is_failed() {
             let (n, last, reliable, msg) = (m.vi, m.last_seq, m.reliable, m.msg);
+            if let Some(read) = m.read {
+                self.read_landed(read, Status::TRANSPORT_ERROR, io);
+            }
             let current = self.vis.get(n).is_some_and(|v| v.rx_cur == Some(id));
             if !current {
                 self.recv.msgs.remove(&id);
@@ -248,6 +260,11 @@ impl Engine {
         let Some(m) = self.recv.msgs.get(&id) else {
             return;
         };
+        if let Some(read) = m.read {
+            self.recv.msgs.remove(&id);
+            self.read_landed(read, Status::empty(), io);
+            return;
+        }
         // May miss: an RDMA write has no receive descriptor; the message is done.
         let Some(d) = m.desc.as_ref() else {
             self.recv.msgs.remove(&id);

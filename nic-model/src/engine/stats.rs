@@ -126,6 +126,25 @@ pub struct EngineStats {
     pub rdma_bytes_placed: u64,
     /// Send payload bytes placed into receive buffers.
     pub recv_bytes_placed: u64,
+    /// RDMA read requests sent (requester; first sendings).
+    pub read_requests_sent: u64,
+    /// RDMA read requests received in sequence (responder).
+    pub read_requests_received: u64,
+    /// RDMA read requests refused (responder: RDMA read not enabled on the VI, or the
+    /// source range did not translate with `RdmaRead` access): answered with a Nak
+    /// carrying `RDMA_PROTECTION_ERROR`, no byte read.
+    pub read_requests_refused: u64,
+    /// RDMA read response frames handed to the GEC (responder; first sendings).
+    pub read_response_frames_sent: u64,
+    /// RDMA read responses completed (responder: their last frame acknowledged).
+    pub read_responses_completed: u64,
+    /// RDMA read response frames received in sequence (requester).
+    pub read_response_frames_received: u64,
+    /// RDMA read response bytes placed into the requester's buffers.
+    pub read_bytes_placed: u64,
+    /// RDMA read response messages that matched no read waiting for its data (dropped
+    /// with a transport error).
+    pub read_responses_unmatched: u64,
     /// Most bytes in the Send FIFO at once (reserved or held).
     pub send_fifo_max: u64,
     /// Most bytes in the Recv FIFO at once.

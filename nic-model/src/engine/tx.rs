@@ -19,8 +19,9 @@
 //! | `status-write` | `status write` | DMA write of the status word (descriptor offset 28) |
 //!
 //! Decode and buffer translation are in `txcheck`. Errors found in the front end complete the descriptor at once with their VIA status
-//! bit: a malformed descriptor `FORMAT_ERROR` (also: not 64-byte aligned, RDMA read,
-//! which HVIA-GE does not implement, an unknown doorbell queue), a data segment that does
+//! bit: a malformed descriptor `FORMAT_ERROR` (also: not 64-byte aligned, RDMA read
+//! when the engine does not implement it (the published card) or on an unreliable VI,
+//! an unknown doorbell queue), a data segment that does
 //! not translate `PROTECTION_ERROR`, a VI that is not connected `DESCRIPTOR_FLUSHED`.
 //! A descriptor whose own first 64 bytes do not translate or read cannot be completed
 //! (no status can be written): it is counted in `descriptors_unreachable`.

@@ -1,8 +1,10 @@
 //! The send front end's second half: the descriptor's decode and format check
 //! (`descriptor decode`, `descriptor_decode_cycles`), then the translation of its data
-//! segments (`buffer translate`, `LocalRead` with the VI's tag), after which the
-//! descriptor's fragments can be fetched (`txdata`). Errors found here complete the
-//! descriptor at once (see `tx`).
+//! segments (`buffer translate`, `LocalRead` with the VI's tag; `LocalWrite` for an RDMA
+//! read, whose data lands there), after which the descriptor's fragments can be fetched
+//! (`txdata`; an RDMA read sends one request frame). Errors found here complete the
+//! descriptor at once (see `tx`): an RDMA read on an engine without RDMA read
+//! (`EngineParams::rdma_read` false) or on an unreliable VI is a `FORMAT_ERROR`.
 
 use super::ids::SendId;
 use super::io::{span, Io};
@@ -36,7 +38,10 @@ impl Engine {
         if let Err(f) = desc.validate(WorkQueue::Send) {
             s.status |= f.status();
         }
-        if desc.control.op() == Op::RdmaRead {
+        let read = desc.control.op() == Op::RdmaRead;
+        // RDMA read: only on an engine that implements it, and (VIA 1.0) only on
+        // reliable VIs; otherwise the descriptor is malformed for this VI.
+        if read && !(self.params.rdma_read && s.reliable) {
             s.status |= Status::FORMAT_ERROR;
         }
         if s.flushed_in_front() {
@@ -44,7 +49,12 @@ impl Engine {
         }
         s.op = desc.control.op();
         s.len = u64::from(desc.length);
-        s.frags = fragment_count_of(desc.length, self.params.fragment_payload);
+        // An RDMA read sends one request frame; its data comes back in the response.
+        s.frags = if read {
+            1
+        } else {
+            fragment_count_of(desc.length, self.params.fragment_payload)
+        };
         let segs: Vec<(usize, u64, MemHandle, u32)> = desc
             .data
             .iter()
@@ -65,6 +75,8 @@ impl Engine {
             self.send_buffers_translated(id, io, ram);
             return;
         }
+        // An RDMA read's data segments are where its data lands: written, not read.
+        let access = local_access(read);
         for (i, va, handle, len) in segs {
             self.outstanding.translate(
                 io,
@@ -73,7 +85,7 @@ impl Engine {
                 handle,
                 va,
                 u64::from(len),
-                AccessKind::LocalRead,
+                access,
                 ptag,
             );
         }
@@ -97,7 +109,7 @@ impl Engine {
                     *slot = p;
                 }
             }
-            Err(e) => s.status |= e.status(AccessKind::LocalRead),
+            Err(e) => s.status |= e.status(local_access(s.op == Op::RdmaRead)),
         }
         s.translating = s.translating.saturating_sub(1);
         if s.translating == 0 {
@@ -125,5 +137,15 @@ impl Engine {
         );
         s.frag_mark = s.mark;
         self.tx_pump(io, ram);
+    }
+}
+
+/// The ATT access of a send descriptor's data segments: `LocalWrite` for an RDMA read
+/// (its data lands there), `LocalRead` otherwise.
+fn local_access(read: bool) -> AccessKind {
+    if read {
+        AccessKind::LocalWrite
+    } else {
+        AccessKind::LocalRead
     }
 }

@@ -14,6 +14,9 @@
 //! TX slots are given out and handed to the GEC in ring order (0, 1, .., n-1, 0, ..), so
 //! a GEC that maps slot `i` to DP83820 TX descriptor `i` sees its ring filled in order.
 //! Control frames (connect, disconnect, ack, nak) take the next free slot before data.
+//! An RDMA read descriptor sends one request frame without payload (op 9, sequenced
+//! like a data fragment); an RDMA read response (`readreq`) is sent like an RDMA write
+//! whose source is the translated region and whose frames carry op 10.
 //! One fragment is fetched at a time; the next fragment gets its slot as soon as every
 //! DMA of the current one is issued, so fragment `k + 1` is fetched while `k` moves into
 //! its slot or is transmitted (as TX slots allow). Fragments of the send contexts in
@@ -105,8 +108,11 @@ impl Engine {
         let retransmit = self.params.retransmit;
         let vis = &self.vis;
         // A reliable VI with retransmission sends a new frame only inside its window.
+        // A read response waits for its turn as its VI's active send (`readreq`).
         let eligible = |s: &SendCtx| {
             s.wants_slot()
+                && (s.response_to.is_none()
+                    || vis.get(s.vi).is_some_and(|v| v.tx_active == Some(s.id)))
                 && (!retransmit
                     || !s.reliable
                     || vis.get(s.vi).is_none_or(|v| v.tx.open(v.tx_seq, window)))
@@ -190,6 +196,7 @@ impl Engine {
         let seq = vi.tx_seq;
         vi.tx_seq = vi.tx_seq.wrapping_add(1);
         vi.counters.frames_sent += 1;
+        let vi_num = vi.num;
         if last && vi.tx_active == Some(id) {
             vi.tx_active = None;
         }
@@ -201,6 +208,14 @@ impl Engine {
         }
         s.assigned += 1;
         self.stats.data_frames_sent += 1;
+        if s.response_to.is_some() {
+            self.stats.read_response_frames_sent += 1;
+        } else if s.is_read_request() {
+            self.stats.read_requests_sent += 1;
+        }
+        if last {
+            self.next_read_response(vi_num);
+        }
         self.fill_slot(id, frag, seq, None, i, ready, io);
     }
 
@@ -227,7 +242,13 @@ impl Engine {
         };
         let per = u64::from(self.params.fragment_payload);
         let off = u64::from(frag) * per;
-        let len = (s.len - off.min(s.len)).min(per);
+        // An RDMA read request carries no payload (`msg_len` says how much to read).
+        let request = s.is_read_request();
+        let len = if request {
+            0
+        } else {
+            (s.len - off.min(s.len)).min(per)
+        };
         let last = frag + 1 >= s.frags;
         let mut mark = match resend {
             None => s.frag_mark,
@@ -249,7 +270,11 @@ impl Engine {
         flags.set(WireFlags::ACK_REQ, ack_req && !last);
         let address = desc.and_then(|d| d.address);
         let hdr = WireHeaderRepr {
-            op: if s.op == Op::RdmaWrite {
+            op: if s.response_to.is_some() {
+                WireOp::RdmaReadResponse
+            } else if request {
+                WireOp::RdmaReadRequest
+            } else if s.op == Op::RdmaWrite {
                 WireOp::RdmaWrite
             } else {
                 WireOp::Send

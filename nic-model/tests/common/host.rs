@@ -35,13 +35,25 @@ impl Sys {
         ptag: u16,
         rdma_write: bool,
     ) -> Result<MemHandle, CmdResult> {
+        let mut attrs = MemAttributes::empty();
+        attrs.set(MemAttributes::ENABLE_RDMA_WRITE, rdma_write);
+        self.register_with(i, va, len, ptag, attrs)
+    }
+
+    /// Registers `[va, va + len)` of node `i` with memory attributes `attrs`.
+    pub fn register_with(
+        &mut self,
+        i: usize,
+        va: u64,
+        len: u64,
+        ptag: u16,
+        attrs: MemAttributes,
+    ) -> Result<MemHandle, CmdResult> {
         self.map(i, va, len);
         let pages = self.w.store[i].pt.pages_of(va, len).unwrap();
         self.post_write(i, bar::ATT_VA_LO, &(va as u32).to_le_bytes());
         self.post_write(i, bar::ATT_VA_HI, &((va >> 32) as u32).to_le_bytes());
         self.post_write(i, bar::ATT_LEN, &(len as u32).to_le_bytes());
-        let mut attrs = MemAttributes::empty();
-        attrs.set(MemAttributes::ENABLE_RDMA_WRITE, rdma_write);
         let attr = u32::from(attrs.bits()) | (u32::from(ptag) << 16);
         self.post_write(i, bar::ATT_ATTR, &attr.to_le_bytes());
         for p in pages {
@@ -63,11 +75,18 @@ impl Sys {
     }
 
     pub fn create_vi(&mut self, i: usize, vi: u16, ptag: u16, rel: Reliability, rdma_write: bool) {
+        let bits = if rdma_write {
+            bar::VI_ATTR_RDMA_WRITE
+        } else {
+            0
+        };
+        self.create_vi_with(i, vi, ptag, rel, bits);
+    }
+
+    /// Creates VI `vi` of node `i` with `bits` (`VI_ATTR_RDMA_*`) on top of `rel`.
+    pub fn create_vi_with(&mut self, i: usize, vi: u16, ptag: u16, rel: Reliability, bits: u32) {
         self.write_reg(i, bar::VI_PTAG, u32::from(ptag));
-        let mut attr = u32::from(rel.raw());
-        if rdma_write {
-            attr |= bar::VI_ATTR_RDMA_WRITE;
-        }
+        let attr = u32::from(rel.raw()) | bits;
         self.write_reg(i, bar::VI_ATTR, attr);
         assert_eq!(self.vi_cmd(i, vi, bar::ViCmd::Create), CmdResult::Ok);
     }
@@ -162,6 +181,18 @@ pub fn rdma_desc(
         remote_handle: remote,
         reserved: 0,
     });
+    d
+}
+
+/// An RDMA read of the peer's `remote_va` (handle `remote`) into data segments `local`.
+#[allow(dead_code)]
+pub fn rdma_read_desc(
+    remote_va: u64,
+    remote: MemHandle,
+    local: &[(u64, MemHandle, u32)],
+) -> DescriptorRepr {
+    let mut d = rdma_desc(remote_va, remote, local, None);
+    d.control = d.control.with_op(Op::RdmaRead);
     d
 }
 

@@ -26,6 +26,8 @@ pub(crate) enum AttFor {
     RecvBuf { rx: RxId, seg: usize },
     /// The remote range of the RDMA-write frame being received.
     Remote,
+    /// The source range of the RDMA read request being received (responder).
+    ReadSource,
     /// The status word of a descriptor that is completed without being fetched.
     StatusOnly { job: JobId },
     /// The receive descriptor the doorbell unit is checking: first 64 bytes or the rest.

@@ -6,7 +6,7 @@
 
 use crate::att::Piece;
 use crate::engine::fifo::{FifoSpace, Mover, MoverState};
-use crate::engine::ids::RxId;
+use crate::engine::ids::{RxId, SendId};
 use sim_kernel::{Fsm, MsgId, StateName, Time};
 use std::collections::{BTreeMap, VecDeque};
 use via_abi::wire_header::{WireHeaderRepr, WireOp};
@@ -122,6 +122,8 @@ pub(crate) struct RxMessage {
     pub last_seq: u32,
     pub reliable: bool,
     pub mark: Time,
+    /// An RDMA read response: the requester's read descriptor it lands in.
+    pub read: Option<SendId>,
 }
 
 /// Where a message being received is. A failed message keeps whether its last frame
@@ -307,6 +309,7 @@ mod tests {
             last_seq: 0,
             reliable: false,
             mark: Time::ZERO,
+            read: None,
         }
     }
 

@@ -76,6 +76,9 @@ pub(crate) enum SendStage {
     Sending { cut: bool, acked: bool },
     /// Every fragment out, waiting for the peer's Ack of the last one (reliable VI).
     AwaitAck,
+    /// An RDMA read whose request is acknowledged, waiting for the last byte of its
+    /// response to land in its buffers.
+    AwaitData,
     /// Done, waiting for the earlier sends of its VI to complete (VIA 1.0 order).
     /// `reachable: false`: its own status cannot be written (its address failed).
     AwaitTurn { reachable: bool },
@@ -94,7 +97,9 @@ impl SendStage {
                 FrontStep::BufTranslate => SendPhase::BufTranslate,
             },
             SendStage::Sending { .. } => SendPhase::Data,
-            SendStage::AwaitAck | SendStage::AwaitTurn { .. } => SendPhase::Completing,
+            SendStage::AwaitAck | SendStage::AwaitData | SendStage::AwaitTurn { .. } => {
+                SendPhase::Completing
+            }
             SendStage::StatusWrite => SendPhase::StatusWrite,
         }
     }
@@ -141,6 +146,11 @@ pub(crate) struct SendCtx {
     pub peer_vi: u16,
     /// Start of the next fragment's first span.
     pub frag_mark: Time,
+    /// Responder side of an RDMA read: this context sends the response to the request
+    /// with this sequence number (it has no host descriptor: no status write).
+    pub response_to: Option<u32>,
+    /// Requester side of an RDMA read: the last byte of the response has landed.
+    pub read_landed: bool,
 }
 
 /// Who a send is for and how its descriptor was posted: the fields a new send context
@@ -198,7 +208,20 @@ impl SendCtx {
             peer_mac: st.peer_mac,
             peer_vi: st.peer_vi,
             frag_mark: st.mark,
+            response_to: None,
+            read_landed: false,
         }
+    }
+
+    /// Whether this is the requester's RDMA read descriptor (not a response).
+    pub fn is_read_request(&self) -> bool {
+        self.op == Op::RdmaRead && self.response_to.is_none()
+    }
+
+    /// Whether, done with its request, it still waits for its response's data (an RDMA
+    /// read whose data has not landed, with no error).
+    pub fn awaits_read_data(&self) -> bool {
+        self.is_read_request() && !self.read_landed && !self.status.is_error()
     }
 
     /// Where the send is.
@@ -241,7 +264,10 @@ impl SendCtx {
                 false
             }
             SendStage::AwaitAck => true,
-            SendStage::Front { .. } | SendStage::AwaitTurn { .. } | SendStage::StatusWrite => false,
+            SendStage::Front { .. }
+            | SendStage::AwaitData
+            | SendStage::AwaitTurn { .. }
+            | SendStage::StatusWrite => false,
         }
     }
 
@@ -252,7 +278,10 @@ impl SendCtx {
         match &mut self.stage {
             SendStage::Front { flushed, .. } => *flushed = true,
             SendStage::Sending { cut, .. } => *cut = true,
-            SendStage::AwaitAck | SendStage::AwaitTurn { .. } | SendStage::StatusWrite => {}
+            SendStage::AwaitAck
+            | SendStage::AwaitData
+            | SendStage::AwaitTurn { .. }
+            | SendStage::StatusWrite => {}
         }
     }
 
@@ -271,7 +300,10 @@ impl SendCtx {
             // A flush cuts a decoded send short: it leaves the front end.
             SendStage::Front { step, flushed } => !(flushed && step == FrontStep::BufTranslate),
             SendStage::Sending { cut, .. } => !cut && self.assigned < self.frags,
-            SendStage::AwaitAck | SendStage::AwaitTurn { .. } | SendStage::StatusWrite => false,
+            SendStage::AwaitAck
+            | SendStage::AwaitData
+            | SendStage::AwaitTurn { .. }
+            | SendStage::StatusWrite => false,
         }
     }
 
@@ -311,8 +343,10 @@ impl SendCtx {
     /// Whether an error Nak for fragment `seq` belongs to this send (a fragment of it
     /// has been given a slot and it is not done yet).
     pub fn awaits_ack_for(&self, seq: u32) -> bool {
-        matches!(self.stage, SendStage::Sending { .. } | SendStage::AwaitAck)
-            && self.assigned > 0
+        matches!(
+            self.stage,
+            SendStage::Sending { .. } | SendStage::AwaitAck | SendStage::AwaitData
+        ) && self.assigned > 0
             && seq >= self.first_seq
             && self.last_seq.is_none_or(|l| seq <= l)
     }

@@ -84,6 +84,8 @@ pub(crate) struct Vi {
     pub ptag: ProtectionTag,
     pub reliability: Reliability,
     pub rdma_write: bool,
+    /// RDMA reads of this VI's peer may target this side (VI attribute EnableRdmaRead).
+    pub rdma_read: bool,
     pub peer_mac: MacAddr,
     pub peer_vi: u16,
     pub discriminator: u32,
@@ -121,6 +123,7 @@ impl Vi {
             ptag,
             reliability,
             rdma_write,
+            rdma_read: false,
             peer_mac: MacAddr::default(),
             peer_vi: 0,
             discriminator: 0,
