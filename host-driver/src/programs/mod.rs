@@ -1,6 +1,7 @@
 //! Host programs written as a VIPL user writes them, for testbenches to run and users to
 //! copy: ping-pong over RDMA write ([`rdma_pingpong_initiator`],
-//! [`rdma_pingpong_responder`]) and over send/receive ([`sendrecv_pingpong_initiator`],
+//! [`rdma_pingpong_responder`]), RDMA read ([`rdma_read_pingpong_initiator`],
+//! [`rdma_read_pingpong_responder`]) and over send/receive ([`sendrecv_pingpong_initiator`],
 //! [`sendrecv_pingpong_responder`]), and an RDMA write that breaks a protection rule
 //! ([`protection_initiator`], [`protection_responder`]).
 //!
@@ -30,6 +31,7 @@
 
 mod protection;
 mod rdma;
+mod rdma_read;
 mod sendrecv;
 pub mod setup;
 mod stream;
@@ -38,6 +40,7 @@ pub use protection::{
     protection_initiator, protection_responder, ProtectionCase, PROTECTION_PATTERN,
 };
 pub use rdma::{rdma_pingpong_initiator, rdma_pingpong_responder};
+pub use rdma_read::{rdma_read_pingpong_initiator, rdma_read_pingpong_responder};
 pub use sendrecv::{sendrecv_pingpong_initiator, sendrecv_pingpong_responder, POST_RECV_TIMED};
 pub use stream::{stream_duplex, stream_receiver, stream_sender, StreamParams};
 
@@ -79,6 +82,10 @@ pub struct PingPongParams {
     /// receive, send, wait for the send, wait for the receive): the assumption under
     /// which the paper's send/recv figures were measured (see `sendrecv`).
     pub post_recv_timed: bool,
+    /// RDMA read: both VIs are created with RDMA read enabled and the responder's
+    /// incoming buffer (`dst`, the one the peer learns in set-up) is registered with
+    /// RDMA read enabled, so the peer may read it. Default false.
+    pub rdma_read: bool,
 }
 
 impl PingPongParams {
@@ -97,6 +104,7 @@ impl PingPongParams {
             connect_retry: Duration::from_ns(20_000),
             reliability: Reliability::Unreliable,
             post_recv_timed: true,
+            rdma_read: false,
         }
     }
 

@@ -188,6 +188,7 @@ pub async fn setup(
     };
     let target = VipMemAttributes {
         enable_rdma_write: true,
+        enable_rdma_read: p.rdma_read,
         ..local_only
     };
     let ctl = vipl.malloc(CTL_BYTES, 64).await.call("malloc")?;
@@ -209,6 +210,7 @@ pub async fn setup(
     let mut attrs = ViAttributes::reliable(ptag);
     attrs.reliability_level = p.reliability;
     attrs.max_transfer_size = attrs.max_transfer_size.max(len);
+    attrs.enable_rdma_read = p.rdma_read;
     let vi = vipl
         .vip_create_vi(nic, &attrs, None, None)
         .await

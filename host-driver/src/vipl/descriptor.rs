@@ -1,5 +1,5 @@
 //! Building descriptors the way a VIPL program fills a `VIP_DESCRIPTOR`: constructors
-//! for the common shapes (send, receive, RDMA write) as via-abi [`DescriptorRepr`]s, and
+//! for the common shapes (send, receive, RDMA write, RDMA read) as via-abi [`DescriptorRepr`]s, and
 //! [`Vipl::build_descriptor`], which stores one into registered memory at its cost.
 //!
 //! The status and Next fields are written as zero; the post call owns them afterwards.
@@ -77,6 +77,21 @@ pub fn rdma_write_descriptor(
     }
 }
 
+/// An RDMA read of `length` bytes from the peer's buffer at `remote_va` (registered
+/// there under `remote_handle` with RDMA read enabled) into the `local` segments (their
+/// lengths add up to the total read).
+#[must_use]
+pub fn rdma_read_descriptor(
+    local: Vec<DataSegmentRepr>,
+    remote_va: u64,
+    remote_handle: MemHandle,
+) -> DescriptorRepr {
+    DescriptorRepr {
+        control: Control::from_op(Op::RdmaRead),
+        ..rdma_write_descriptor(local, remote_va, remote_handle, None)
+    }
+}
+
 impl Vipl {
     /// Stores `desc` at `va` (registered memory, 64-byte aligned for posting):
     /// `descriptor_build` cycles plus the stores of its bytes.
@@ -114,6 +129,10 @@ mod tests {
         assert_eq!(r.buffer_len(), 64);
         assert_eq!(r.control.op(), Op::RdmaWrite);
         assert!(r.validate(via_abi::WorkQueue::Send).is_ok());
+        let rd = rdma_read_descriptor(vec![data_segment(0x1000, h, 9)], 0xBF00_3000, MemHandle(7));
+        assert_eq!(rd.control.op(), Op::RdmaRead);
+        assert_eq!((rd.length, rd.buffer_len()), (9, 64));
+        assert!(rd.validate(via_abi::WorkQueue::Send).is_ok());
         let v = recv_descriptor(vec![data_segment(0x1000, h, 64)]);
         assert!(v.validate(via_abi::WorkQueue::Receive).is_ok());
     }

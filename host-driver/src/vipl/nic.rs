@@ -2,7 +2,7 @@
 //!
 //! Opening reads the card's identity, readiness and MAC address from BAR0 (`CARD_ID`,
 //! `CARD_STATUS`, `MAC_LO`, `MAC_HI`); the attributes `VipQueryNic` returns come from
-//! those reads and the card's published facts. Protection tags are handed out by the
+//! those reads (RDMA read support: `CARD_STATUS` bit 1) and the card's published facts. Protection tags are handed out by the
 //! kernel agent (1, 2, ...; 0 is never issued) and checked again by the card wherever a
 //! VI or region names one.
 
@@ -49,14 +49,14 @@ impl Vipl {
         }));
         let ready = loop {
             match self.mmio_read(bar::CARD_STATUS).await {
-                Ok(s) if s & CARD_READY != 0 => break Ok(()),
+                Ok(s) if s & CARD_READY != 0 => break Ok(s),
                 Ok(_) => {}
                 Err(e) => break Err(e),
             }
             self.compute(self.cfg.costs.register_poll_delay).await;
         };
         self.declare_wait(None);
-        ready?;
+        let status = ready?;
         let lo = self.mmio_read(bar::MAC_LO).await?.to_le_bytes();
         let hi = self.mmio_read(bar::MAC_HI).await?.to_le_bytes();
         let mac = MacAddr([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]);
@@ -76,7 +76,7 @@ impl Vipl {
             native_mtu: 1514 - 14 - 40,
             max_ptags: u32::from(u16::MAX),
             reliability_level_support: Reliability::ReliableReception,
-            rdma_read_support: false,
+            rdma_read_support: status & bar::CARD_RDMA_READ != 0,
         };
         self.nic = Some((handle, attrs));
         Ok(handle)

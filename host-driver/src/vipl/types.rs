@@ -149,7 +149,8 @@ pub struct NicAttributes {
     pub max_ptags: u32,
     /// Highest reliability level supported.
     pub reliability_level_support: Reliability,
-    /// Whether RDMA read is supported (no: HVIA-GE implements RDMA write only).
+    /// Whether RDMA read is supported (`CARD_STATUS` bit 1: no on the published card,
+    /// which implements RDMA write only; yes with the `rdma-read` preset's engine).
     pub rdma_read_support: bool,
 }
 

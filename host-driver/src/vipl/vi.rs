@@ -53,7 +53,10 @@ impl Vipl {
         if attrs.qos.is_some() {
             return Err(VipError::InvalidQos);
         }
-        if attrs.enable_rdma_read {
+        // VIA 1.0: RDMA read needs a NIC that supports it and a reliable VI.
+        let read_ok = self.nic.as_ref().is_some_and(|(_, a)| a.rdma_read_support)
+            && attrs.reliability_level != Reliability::Unreliable;
+        if attrs.enable_rdma_read && !read_ok {
             return Err(VipError::InvalidRdmaRead);
         }
         let cq_ok = |cq: Option<CqHandle>| cq.is_none_or(|c| self.cqs.contains_key(&c.0));
@@ -68,6 +71,9 @@ impl Vipl {
         let mut vi_attr = u32::from(attrs.reliability_level.raw());
         if attrs.enable_rdma_write {
             vi_attr |= bar::VI_ATTR_RDMA_WRITE;
+        }
+        if attrs.enable_rdma_read {
+            vi_attr |= bar::VI_ATTR_RDMA_READ;
         }
         let regs = [
             (bar::VI_PTAG, u32::from(attrs.ptag.raw())),
