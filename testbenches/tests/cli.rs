@@ -284,7 +284,7 @@ fn unknown_preset_lists_the_available_ones() {
     let err = bad(&["--preset", "nope", "config", "--show"]);
     assert!(
         err.contains(
-            "unknown preset `nope` (available: hvia-ge, hvia-ge-64-66, att-in-host, burst-128)"
+            "unknown preset `nope` (available: hvia-ge, hvia-ge-64-66, att-in-host, burst-128, rdma-read)"
         ),
         "{err}"
     );

@@ -402,6 +402,15 @@ const CASES: &[Case] = &[
         RDMA3000,
         Up,
     ),
+    // Off, the published card: an RDMA read is refused (VipCreateVi: invalid RDMA read);
+    // on, it runs.
+    on(
+        RELIABLE,
+        "card.engine.rdma_read",
+        "true",
+        OneWay(Op::RdmaRead, 4),
+        Changed,
+    ),
     case("card.buffers.tx_slots", "1", RDMA3000, Up),
     case("card.buffers.rx_slots", "1", RDMA3000, Up),
     case("mac.tx_fifo_bytes", "1536", RDMA3000, Up),
@@ -570,6 +579,8 @@ const RESERVED: &[(&str, &str, &str)] = &[];
 enum Run {
     /// A ping-pong: operation (true: RDMA write), size, trace, touch the data.
     PingPong(bool, u32, bool, bool),
+    /// An RDMA-read ping-pong of this size.
+    ReadPingPong(u32),
     /// A 4 KB DMA run, traced when `sim.trace` is on.
     Dma(Bus, Dir),
     /// The feasibility check of a ping-pong size.
@@ -581,6 +592,7 @@ enum Run {
 impl Obs {
     fn run(self) -> Run {
         match self {
+            OneWay(Op::RdmaRead, size) => Run::ReadPingPong(size),
             OneWay(op, size) => Run::PingPong(op == Op::RdmaWrite, size, false, false),
             Setup | Obs::NextFrame | Obs::Events => Run::PingPong(true, 4, false, false),
             Obs::PostRecvSpan => Run::PingPong(false, 4, true, false),
@@ -679,6 +691,18 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
         Run::PingPong(rdma, size, trace, true) => {
             assert!(rdma && !trace, "only untraced RDMA writes touch their data");
             o.one_way_ps = touched_pingpong(cfg, size)?;
+        }
+        Run::ReadPingPong(size) => {
+            let spec = PingPongSpec {
+                op: Op::RdmaRead,
+                size,
+                iterations: 1,
+                warmup: 1,
+                trace: false,
+                recv_post: testbenches::system::RecvPost::Timed,
+            };
+            let r = run_pingpong(cfg, spec).map_err(|e| e.to_string())?;
+            o.one_way_ps = r.one_way.0;
         }
         Run::PingPong(rdma, size, trace, false) => {
             let op = if rdma { Op::RdmaWrite } else { Op::SendRecv };

@@ -207,6 +207,74 @@ fn breakdown_stages_tile_the_one_way_latency() {
 }
 
 #[test]
+fn rdma_read_runs_on_its_preset_and_is_refused_elsewhere() {
+    let v = json(&[
+        "--preset",
+        "rdma-read",
+        "pingpong",
+        "--op",
+        "rdma-read",
+        "--sizes",
+        "4,3000",
+        "--iters",
+        "1",
+        "--warmup",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["op"], "rdma-read");
+    assert_eq!(v["preset"], "rdma-read");
+    assert!(v["one_way"].as_str().unwrap().contains("whole"), "{v}");
+    let results = v["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    for r in results {
+        let one_way = num(r, "one_way_latency_ns");
+        assert!(one_way > 10_000.0, "{r}");
+        assert_eq!(
+            one_way,
+            num(r, "round_trip_ns"),
+            "a read is its own round trip"
+        );
+        let mb_s = num(r, "size_bytes") * 1e3 / one_way;
+        assert!((num(r, "bandwidth_mb_s") - mb_s).abs() < 1e-6, "{r}");
+    }
+    let v = json(&[
+        "--preset",
+        "rdma-read",
+        "breakdown",
+        "--op",
+        "rdma-read",
+        "--size",
+        "64",
+        "--format",
+        "json",
+    ]);
+    check_tiling(&v, "rdma-read", 64);
+    // The published card has no RDMA read; VIA 1.0 has none on unreliable VIs.
+    let err = bad(&["pingpong", "--op", "rdma-read", "--sizes", "4"]);
+    assert!(
+        err.contains("--op") && err.contains("--preset rdma-read"),
+        "{err}"
+    );
+    let err = bad(&[
+        "--preset",
+        "rdma-read",
+        "--set",
+        "via.reliability=unreliable",
+        "breakdown",
+        "--op",
+        "rdma-read",
+    ]);
+    assert!(err.contains("--op") && err.contains("reliable"), "{err}");
+    // The contract's other operations do not carry the key.
+    let v = json(&[
+        "pingpong", "--sizes", "4", "--iters", "1", "--format", "json",
+    ]);
+    assert!(v.get("one_way").is_none(), "{v}");
+}
+
+#[test]
 fn breakdown_csv_and_table() {
     let csv = ok(&["breakdown", "--size", "4", "--format", "csv"]);
     let lines: Vec<&str> = csv.lines().collect();

@@ -77,7 +77,13 @@ fn bigger_messages_take_longer() {
 
 #[test]
 fn every_preset_runs_both_operations() {
-    for preset in ["hvia-ge", "hvia-ge-64-66", "att-in-host", "burst-128"] {
+    for preset in [
+        "hvia-ge",
+        "hvia-ge-64-66",
+        "att-in-host",
+        "burst-128",
+        "rdma-read",
+    ] {
         let cfg = SystemConfig::from_preset(preset).expect("preset");
         for op in [Op::RdmaWrite, Op::SendRecv] {
             let spec = PingPongSpec {

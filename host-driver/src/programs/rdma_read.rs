@@ -104,7 +104,9 @@ pub async fn rdma_read_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> 
             warmup: i < p.warmup,
         });
     }
-    // Tell the responder the reads are over (it waits on a receive for this).
+    // Tell the responder the reads are over (it waits on a receive for this), under a
+    // trace id of its own (not the last read's).
+    vipl.set_trace_msg(MsgId(u64::from(p.total())));
     send_byte(&mut vipl, &ep, p.wait_timeout, true).await?;
     teardown(&mut vipl, &ep).await;
     report.finished = vipl.now();

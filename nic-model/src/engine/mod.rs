@@ -9,7 +9,8 @@
 //!  +----------------------------------------------------------------------------------+
 //!  | regs: ATT mailbox, VI_CMD --> connect (VI protocol manager, vi table)             |
 //!  | doorbell windows --> doorbell FIFO (back-pressure) --> dispatch                   |
-//!  |   send: tx (descriptor translate/read/decode, buffer translate)                   |
+//!  |   send: tx (descriptor translate/read/decode, buffer translate; RDMA read: one   |
+//!  |         request frame, readreq answers a peer's request with a response send)    |
 //!  |         txdata/txmove: payload DMA -> Send FIFO -> (1 word/clk) -> TX slot -> GEC |
 //!  |         complete: TxDone / Ack / Nak -> status write (in order per VI)            |
 //!  |   recv: posted on the VI's receive queue                                          |
@@ -61,7 +62,10 @@
 //! `regs`, `doorbell`, `connect` (VI commands, connection frames, VI state changes),
 //! `tx`, `txcheck`, `txdata`, `txmove` (send), `complete` (completion order, status
 //! writes, flushes), `rx`, `rxdata`, `recvdesc`, `rxdrain`, `rxerror` (receive), `retx`
-//! (retransmission: go-back Naks, the timer, giving up, the receiver's Ack point).
+//! (retransmission: go-back Naks, the timer, giving up, the receiver's Ack point),
+//! `readreq` (RDMA read, responder: the request's checks and source translation, the
+//! response sent through the send data path), `readresp` (RDMA read, requester: the
+//! response placed through the receive path, the read's completion).
 //! Unit tests of the paths through the sans-IO interface: `tests`.
 
 // Leaves: no engine imports but each other.

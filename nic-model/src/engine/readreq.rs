@@ -19,7 +19,8 @@
 //! Span (trace id of the request frame, which is the requester's descriptor's):
 //! `read translate` (the request's source translation, after `header check`); the
 //! response's frames then record the send path's spans (`tx slot wait`, `payload DMA
-//! read`, `tx buffer fill`, `frame handoff`) under the same id.
+//! read`, `tx buffer fill`, `frame handoff`) under the same id. The request's Ack,
+//! which goes out beside the response, is traced under a fresh id of this card.
 
 use super::io::{span, Io};
 use super::unit::outstanding::AttFor;
@@ -105,7 +106,10 @@ impl Engine {
             return;
         };
         let (reliable, peer_mac, peer_vi) = (v.reliable(), v.peer_mac, v.peer_vi);
-        self.message_settled(n, h.seq, true, msg, io);
+        // The request's Ack goes beside the response, not on the read's path: it is
+        // traced under an id of its own.
+        let ack_msg = self.new_msg();
+        self.message_settled(n, h.seq, true, ack_msg, io);
         let id = self.send.new_id();
         let mut s = SendCtx::new(
             SendStart {

@@ -249,12 +249,16 @@ impl Engine {
         m.stage = RxStage::Completed;
         span(io, m.msg, "payload DMA write", &mut m.mark);
         let (n, msg, seq, reliable, mark) = (m.vi, m.msg, m.last_seq, m.reliable, m.mark);
+        let read = m.read.is_some();
         if let Some(v) = self.vis.get_mut(n) {
             v.counters.messages_received += 1;
             self.stats.messages_received += 1;
         }
         if reliable {
-            self.message_settled(n, seq, true, msg, io);
+            // A read response's Ack goes beside the read's completion, not on its path:
+            // traced under an id of its own.
+            let ack_msg = if read { self.new_msg() } else { msg };
+            self.message_settled(n, seq, true, ack_msg, io);
         }
         // May miss: the message was removed meanwhile (failed, its VI gone).
         let Some(m) = self.recv.msgs.get(&id) else {

@@ -417,6 +417,88 @@ fn receive_path_places_an_rdma_write() {
     assert!(b.e.is_idle());
 }
 
+/// A read request (wire op 9) for 100 bytes arrives on reliable VI 0 of an engine with
+/// RDMA read: the responder translates the source with `RdmaRead` access and the VI's
+/// tag, Acks the request and DMA-reads the source for its response frame; refused, it
+/// reads nothing and Naks with `RDMA_PROTECTION_ERROR`.
+fn read_request(b: &mut Bench, rdma_read_vi: bool) -> Vec<Action> {
+    b.e.params.rdma_read = true;
+    let mut io = b.io();
+    let mut vi = Vi::new(0, PTAG, Reliability::ReliableDelivery, false);
+    vi.rdma_read = rdma_read_vi;
+    vi.peer_mac = PEER;
+    vi.fsm.set(ViState::Connected, &mut io);
+    b.e.vis.put(0, Some(vi));
+    let hdr = WireHeaderRepr {
+        op: WireOp::RdmaReadRequest,
+        flags: WireFlags::FIRST | WireFlags::LAST,
+        dst_vi: 0,
+        src_vi: 0,
+        seq: 0,
+        msg_len: 100,
+        frag_offset: 0,
+        frag_len: 0,
+        remote_va: 0x7000_0100,
+        remote_handle: MemHandle(9),
+        immediate: 0,
+    };
+    let frame = headers(PEER, b.e.params.mac, &hdr);
+    let at = b.e.layout.rx_buffer(1).expect("slot");
+    b.ram.write(at, &frame).expect("write");
+    let acts = b.mac(MacMsg::GecRxFrame {
+        slot: 1,
+        len: frame.len() as u32,
+        msg: MsgId(700),
+    });
+    b.after(wake_of(&acts).0);
+    b.nic(NicMsg::Engine(EngineWake::HeaderChecked))
+}
+
+#[test]
+fn responder_answers_a_read_request_through_its_send_path() {
+    let mut b = Bench::new();
+    let acts = read_request(&mut b, true);
+    let (req, va, len, access) = translate_of(&acts);
+    assert_eq!((va, len, access), (0x7000_0100, 100, AccessKind::RdmaRead));
+    let acts = b.translated(req, piece(0x40_0100, 100));
+    // The response's payload is read from the source, into the Send FIFO.
+    let (_, dir, pages) = dma_of(&acts);
+    assert_eq!(
+        (dir, pages),
+        (DmaDirection::Read { len: 100 }, vec![0x40_0100])
+    );
+    let st = b.e.stats();
+    assert_eq!(
+        (st.read_requests_received, st.read_response_frames_sent),
+        (1, 1)
+    );
+    assert_eq!(
+        b.e.vi(0).map(|v| v.counters.acks_sent),
+        Some(1),
+        "request acked"
+    );
+}
+
+#[test]
+fn responder_refuses_a_read_the_vi_does_not_enable() {
+    let mut b = Bench::new();
+    let acts = read_request(&mut b, false);
+    assert!(
+        acts.iter()
+            .all(|a| !matches!(a, Action::Translate { .. } | Action::Dma { .. })),
+        "nothing translated or read: {acts:?}"
+    );
+    let st = b.e.stats();
+    assert_eq!(
+        (st.read_requests_refused, st.read_response_frames_sent),
+        (1, 0)
+    );
+    let vi = b.e.vi(0).expect("VI 0");
+    assert_eq!(vi.counters.naks_sent, 1);
+    assert_eq!(vi.counters.last_rx_error, Status::RDMA_PROTECTION_ERROR);
+    assert_eq!(vi.state, bar::ViStateCode::Error);
+}
+
 #[test]
 fn receive_path_refuses_a_frame_out_of_sequence() {
     let mut b = Bench::new();

@@ -53,6 +53,10 @@ pub const PRESETS: &[Preset] = &[
         "burst-128",
         "what-if: 128-byte DMA bursts on the system and local PCI buses"
     ),
+    preset!(
+        "rdma-read",
+        "what-if: RDMA read in the card's engine (VIA 1.0 optional), reliable-delivery VIs"
+    ),
 ];
 
 /// The embedded preset called `name`.

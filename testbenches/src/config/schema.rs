@@ -266,6 +266,8 @@ pub struct EngineConfig {
     /// Reliable VIs: data frames a sender may have unacknowledged; every quarter of it
     /// a frame asks the receiver for an Ack \[frames\].
     pub retx_window_frames: u32,
+    /// The engine implements RDMA read (VIA 1.0 optional; the published card does not).
+    pub rdma_read: bool,
 }
 
 /// `[card.buffers]`: the frame buffers in the FPGA's buffer RAM.

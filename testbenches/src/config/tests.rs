@@ -113,15 +113,16 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 107);
+    assert_eq!(flat.len(), 108);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
     assert!(flat.contains(&("topology.switch".into(), "none".into())));
-    assert_eq!(flat[94], ("faults.link_down_for_us".into(), "0".into()));
-    assert_eq!(flat[96], ("faults.reorder".into(), "0.0".into()));
-    assert_eq!(flat[97], ("faults.reorder_hold_us".into(), "20".into()));
-    assert_eq!(flat[101], ("faults.att_flip_bit".into(), "0".into()));
-    assert_eq!(flat[102], ("faults.pci_abort".into(), "none".into()));
-    assert_eq!(flat[106], ("via.reliability".into(), "unreliable".into()));
+    assert!(flat.contains(&("card.engine.rdma_read".into(), "false".into())));
+    assert_eq!(flat[95], ("faults.link_down_for_us".into(), "0".into()));
+    assert_eq!(flat[97], ("faults.reorder".into(), "0.0".into()));
+    assert_eq!(flat[98], ("faults.reorder_hold_us".into(), "20".into()));
+    assert_eq!(flat[102], ("faults.att_flip_bit".into(), "0".into()));
+    assert_eq!(flat[103], ("faults.pci_abort".into(), "none".into()));
+    assert_eq!(flat[107], ("via.reliability".into(), "unreliable".into()));
 }
 
 #[test]

@@ -47,6 +47,9 @@ pub enum OpArg {
     RdmaWrite,
     /// Send / receive; the receiver waits on its receive descriptor.
     SendRecv,
+    /// RDMA read: the initiator reads the responder's buffer; needs the card's RDMA
+    /// read (`card.engine.rdma_read`, the `rdma-read` preset) and reliable VIs.
+    RdmaRead,
 }
 
 impl From<OpArg> for Op {
@@ -54,8 +57,34 @@ impl From<OpArg> for Op {
         match op {
             OpArg::RdmaWrite => Op::RdmaWrite,
             OpArg::SendRecv => Op::SendRecv,
+            OpArg::RdmaRead => Op::RdmaRead,
         }
     }
+}
+
+/// Checks that the configured system can run `op` (bad input naming `--op` if not): an
+/// RDMA read needs a card that implements it and reliable VIs (VIA 1.0).
+///
+/// # Errors
+/// `--op rdma-read` on a card without RDMA read or with unreliable VIs.
+pub fn check_op(cfg: &SystemConfig, op: Op) -> Result<(), PingPongError> {
+    if op != Op::RdmaRead {
+        return Ok(());
+    }
+    let message = if !cfg.card.engine.rdma_read {
+        "rdma-read needs a card with RDMA read, which the published HVIA-GE does not \
+         implement: use --preset rdma-read (or --set card.engine.rdma_read=true with \
+         --set via.reliability=reliable-delivery)"
+    } else if cfg.via.reliability == crate::config::ViaReliability::Unreliable {
+        "rdma-read needs reliable VIs (VIA 1.0 allows RDMA read on reliable delivery and \
+         reliable reception only): --set via.reliability=reliable-delivery"
+    } else {
+        return Ok(());
+    };
+    Err(PingPongError::Input {
+        option: "--op",
+        message: message.to_owned(),
+    })
 }
 
 /// The trace and plot files of `pingpong` and `breakdown`.
@@ -104,7 +133,8 @@ impl TraceArgs {
 /// Options of `hvia pingpong`.
 #[derive(Clone, Debug, Args)]
 pub struct PingPongArgs {
-    /// The operation: `rdma-write` or `send-recv`.
+    /// The operation: `rdma-write`, `send-recv` or `rdma-read` (the latter needs the
+    /// `rdma-read` preset: a card with RDMA read, reliable VIs).
     #[arg(long, value_enum, default_value_t = OpArg::RdmaWrite)]
     pub op: OpArg,
     /// Message sizes in bytes: a list (`4,64,1024`), a range of powers of two
@@ -167,7 +197,8 @@ impl Default for PingPongArgs {
 /// Options of `hvia breakdown`.
 #[derive(Clone, Debug, Args)]
 pub struct BreakdownArgs {
-    /// The operation: `rdma-write` or `send-recv`.
+    /// The operation: `rdma-write`, `send-recv` or `rdma-read` (the latter needs the
+    /// `rdma-read` preset: a card with RDMA read, reliable VIs).
     #[arg(long, value_enum, default_value_t = OpArg::RdmaWrite)]
     pub op: OpArg,
     /// Message size in bytes.
@@ -456,11 +487,12 @@ pub fn compute(
     cfg: &SystemConfig,
 ) -> Result<Result<Sweep, Outcome>, PingPongError> {
     let sizes = &args.sizes.0;
+    let op = Op::from(args.op);
+    check_op(cfg, op)?;
     for &size in sizes {
         fits(cfg, size, "--sizes")?;
     }
     let recv_post = crate::system::RecvPost::from(args.recv_post);
-    let op = Op::from(args.op);
     Ok(
         match sweep::run(cfg, op, sizes, args.iters, args.warmup, recv_post) {
             Ok(s) => Ok(s),
@@ -528,6 +560,7 @@ pub fn run_breakdown(
     let plot = files::check_outputs(&args.trace)?;
     check_vcd_scopes(cfg, &args.trace)?;
     let op = Op::from(args.op);
+    check_op(cfg, op)?;
     fits(cfg, args.size, "--size")?;
     let bd = match breakdown::measure_run(cfg, op, args.size) {
         Ok((b, run)) => {

@@ -16,6 +16,9 @@ struct Json<'a> {
     config_file: Option<&'a str>,
     overrides: &'a [String],
     op: &'static str,
+    /// RDMA read only: what its `one_way_latency_ns` is (the whole read, not half).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    one_way: Option<&'static str>,
     results: Vec<ResultJson>,
     simulation: Simulation,
 }
@@ -51,6 +54,7 @@ pub(super) fn json(sweep: &Sweep, prov: &Provenance) -> Result<String, serde_jso
         config_file: prov.config_file.as_deref(),
         overrides: &prov.overrides,
         op: sweep.op.name(),
+        one_way: (sweep.op == crate::system::Op::RdmaRead).then(|| sweep.op.one_way_meaning()),
         results: sweep
             .results
             .iter()
@@ -119,13 +123,17 @@ pub(super) fn size_words(size: u32) -> String {
 
 /// `--format table`.
 pub(super) fn table(sweep: &Sweep, prov: &Provenance) -> String {
+    let what = if sweep.op == crate::system::Op::RdmaRead {
+        "the mean of {} measured RDMA reads (each a round trip: VipPostSend to its completion)"
+    } else {
+        "half the mean of {} measured round trips"
+    };
     let mut out = format!(
-        "Ping-pong over {} between two nodes ({})\none-way latency = half the mean of {} \
-         measured round trips (after {} warm-up); bandwidth = size / one-way latency \
-         (MB = 10^6 bytes)\n\n",
+        "Ping-pong over {} between two nodes ({})\none-way latency = {} (after {} warm-up); \
+         bandwidth = size / one-way latency (MB = 10^6 bytes)\n\n",
         sweep.op.name(),
         prov.label(),
-        sweep.iterations,
+        what.replace("{}", &sweep.iterations.to_string()),
         sweep.warmup
     );
     let rows: Vec<Vec<String>> = sweep

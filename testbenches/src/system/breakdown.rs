@@ -280,7 +280,12 @@ pub fn measure_run(
         .rfind(|r| !r.warmup)
         .ok_or_else(|| missing("the initiator recorded no measured iteration"))?;
     let msg = sim_kernel::MsgId(u64::from(it.index));
-    let responder = sys.nodes[1].cpu;
+    // Who sees the message arrive: the responder; for an RDMA read the initiator, whose
+    // read completes when its data has landed.
+    let waiter = match op {
+        super::Op::RdmaWrite | super::Op::SendRecv => sys.nodes[1].cpu,
+        super::Op::RdmaRead => sys.nodes[0].cpu,
+    };
     // The trip begins with the initiator's VipPostSend: in a send/recv round trip the
     // initiator first posts the receive for the pong (on the clock, see
     // host_driver::programs::sendrecv), which is not part of the ping's trip.
@@ -298,22 +303,24 @@ pub fn measure_run(
         .map(|s| s.start)
         .min()
         .unwrap_or(it.start);
-    // The responder sees the message when its wait for iteration `index` ends.
+    // The responder sees the message when its wait for iteration `index` ends (the
+    // initiator its RDMA read, when VipSendWait returns the read's completion).
     let wait_stage = match op {
         super::Op::RdmaWrite => "poll",
         super::Op::SendRecv => "VipRecvWait",
+        super::Op::RdmaRead => "VipSendWait",
     };
     let end = k
         .trace()
         .spans()
         .iter()
-        .filter(|s| {
-            s.component == responder && s.msg == msg && s.stage == wait_stage && s.end > start
-        })
+        .filter(|s| s.component == waiter && s.msg == msg && s.stage == wait_stage && s.end > start)
         .map(|s| s.end)
         .min()
-        .ok_or_else(|| missing("no responder wait span for the measured iteration"))?;
-    let spans = select_path(sys, msg, wait_stage, start, end)?;
+        .ok_or_else(|| {
+            missing("no wait span of the receiving program for the measured iteration")
+        })?;
+    let spans = select_path(sys, msg, (waiter, wait_stage), op, start, end)?;
     let stages = tile(&spans, k.domains(), start, end);
     let bd = Breakdown {
         op,
@@ -341,12 +348,14 @@ fn missing(what: &str) -> super::RunError {
 ///   across the wire to the receiving card);
 /// - system-bus transactions nested in a selected span of the same node (they carry bus
 ///   tags, not message ids);
-/// - the responder's wait for iteration `msg`, clipped to begin where the last other
-///   selected span ends: the time from the data landing to the program seeing it.
+/// - the responder's wait for iteration `msg` (RDMA read: the initiator's VipSendWait),
+///   clipped to begin where the last other selected span ends: the time from the data
+///   landing (RDMA read: the status write) to the program seeing it.
 fn select_path(
     sys: &super::System,
     msg: sim_kernel::MsgId,
-    wait_stage: &str,
+    (waiter, wait_stage): (sim_kernel::ComponentId, &str),
+    op: super::Op,
     start: Time,
     end: Time,
 ) -> Result<Vec<NamedSpan>, super::RunError> {
@@ -354,6 +363,7 @@ fn select_path(
     let all = k.trace().spans();
     let initiator = sys.nodes[0].cpu;
     let responder = sys.nodes[1].cpu;
+    let off_path_stages = off_path_stages(op);
     let sender_engine = sys.nodes[0].engine;
     let node_of = |c: sim_kernel::ComponentId| -> Option<usize> {
         sys.nodes.iter().position(|n| n.components().contains(&c))
@@ -390,13 +400,13 @@ fn select_path(
             } else if s.component == responder {
                 false
             } else {
-                tagged(s) && !OFF_PATH_STAGES.contains(&s.stage)
+                tagged(s) && !off_path_stages.contains(&s.stage)
             }
         })
         .collect();
     let off_path: Vec<&sim_kernel::Span> = all
         .iter()
-        .filter(|s| tagged(s) && OFF_PATH_STAGES.contains(&s.stage))
+        .filter(|s| tagged(s) && off_path_stages.contains(&s.stage))
         .collect();
     let picked_cover = Cover::new(picked.iter().copied(), node_of);
     let off_path_cover = Cover::new(off_path.iter().copied(), node_of);
@@ -460,11 +470,11 @@ fn select_path(
     out.extend(flight);
     if let Some(w) = all
         .iter()
-        .find(|s| s.component == responder && s.msg == msg && s.stage == wait_stage && s.end == end)
+        .find(|s| s.component == waiter && s.msg == msg && s.stage == wait_stage && s.end == end)
     {
         out.push(NamedSpan {
             stage: format!("{wait_stage} detection"),
-            component: k.component_name(responder).to_string(),
+            component: k.component_name(waiter).to_string(),
             domain: usize::from(w.domain.0),
             start: last.max(w.start),
             end,
@@ -483,6 +493,15 @@ const OFF_PATH_STAGES: &[&str] = &[
     "tx write-back",
     "ack wait",
 ];
+
+/// The off-path stages of `op`: for an RDMA read the status write into the initiator's
+/// descriptor is the end of the path (its VipSendWait sees it), not beside it.
+fn off_path_stages(op: super::Op) -> &'static [&'static str] {
+    match op {
+        super::Op::RdmaWrite | super::Op::SendRecv => OFF_PATH_STAGES,
+        super::Op::RdmaRead => &OFF_PATH_STAGES[1..],
+    }
+}
 
 /// The spans of a set, per node, sorted by start with a running maximum of their ends:
 /// "does a span of this node contain `[b.start, b.end)`?" in O(log n).

@@ -199,6 +199,7 @@ impl System {
                 retx_timeout_cycles: Cycles(u64::from(ec.retx_timeout_cycles)),
                 retx_limit: ec.retx_limit,
                 retx_window_frames: ec.retx_window_frames,
+                rdma_read: ec.rdma_read,
                 stepping: match cfg.sim.stepping {
                     crate::config::SimStepping::Fast => nic_model::engine::WordStepping::Batched,
                     crate::config::SimStepping::Exact => nic_model::engine::WordStepping::PerWord,

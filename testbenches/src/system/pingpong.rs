@@ -1,15 +1,17 @@
 //! The ping-pong testbench: node 0 runs the VIPL ping-pong initiator, node 1 the
-//! responder, over RDMA write or send/receive, through the whole system model. The
-//! one-way latency is half the mean round trip of the measured iterations; bandwidth is
-//! size / one-way latency (MB = 10^6 bytes).
+//! responder, over RDMA write, send/receive or RDMA read, through the whole system
+//! model. The one-way latency is half the mean round trip of the measured iterations
+//! (RDMA read: the mean read, from VipPostSend to the completion VipSendWait returns, a
+//! round trip by itself); bandwidth is size / one-way latency (MB = 10^6 bytes).
 
 use super::build::{BuildError, System};
 use super::delivery::Delivery;
 use super::run::{RunEnd, Stall};
 use crate::config::SystemConfig;
 use host_driver::programs::{
-    rdma_pingpong_initiator, rdma_pingpong_responder, sendrecv_pingpong_initiator,
-    sendrecv_pingpong_responder, PingPongParams,
+    rdma_pingpong_initiator, rdma_pingpong_responder, rdma_read_pingpong_initiator,
+    rdma_read_pingpong_responder, sendrecv_pingpong_initiator, sendrecv_pingpong_responder,
+    PingPongParams,
 };
 use host_driver::ProgramReport;
 use sim_kernel::{Duration, RunStats};
@@ -21,6 +23,10 @@ pub enum Op {
     RdmaWrite,
     /// Send / receive; the receiver waits on its receive descriptor.
     SendRecv,
+    /// RDMA read (needs `card.engine.rdma_read` and a reliable VI): the initiator reads
+    /// the responder's buffer; each iteration is one read, whose whole time (post to
+    /// completion) is the reported one-way latency.
+    RdmaRead,
 }
 
 impl Op {
@@ -30,6 +36,20 @@ impl Op {
         match self {
             Op::RdmaWrite => "rdma-write",
             Op::SendRecv => "send-recv",
+            Op::RdmaRead => "rdma-read",
+        }
+    }
+
+    /// What the one-way latency of this operation is: half the round trip of a
+    /// ping-pong, or for an RDMA read the whole read (its request and its data are one
+    /// round trip already).
+    #[must_use]
+    pub const fn one_way_meaning(self) -> &'static str {
+        match self {
+            Op::RdmaWrite | Op::SendRecv => "half the mean round trip",
+            Op::RdmaRead => {
+                "the whole RDMA read (mean), from VipPostSend to its completion; not half of it"
+            }
         }
     }
 }
@@ -209,6 +229,14 @@ pub fn run_pingpong_adjusted(
                 c.load(move |v| sendrecv_pingpong_responder(v, b));
             }
         }
+        Op::RdmaRead => {
+            if let Some(c) = sys.cpu_mut(0) {
+                c.load(move |v| rdma_read_pingpong_initiator(v, a));
+            }
+            if let Some(c) = sys.cpu_mut(1) {
+                c.load(move |v| rdma_read_pingpong_responder(v, b));
+            }
+        }
     }
     // Nodes beyond the two (behind a switch) take no part: their programs return at once.
     for n in 2..sys.nodes.len() {
@@ -270,7 +298,11 @@ pub fn run_pingpong_adjusted(
             reason: "no outcome".into(),
         });
     };
-    let one_way = Duration(initiator.mean_elapsed().0 / 2);
+    // An RDMA read's iteration is one read: its whole time is the one-way figure.
+    let one_way = match spec.op {
+        Op::RdmaRead => initiator.mean_elapsed(),
+        Op::RdmaWrite | Op::SendRecv => Duration(initiator.mean_elapsed().0 / 2),
+    };
     Ok(PingPongRun {
         spec,
         one_way,
