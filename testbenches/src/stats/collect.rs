@@ -363,6 +363,14 @@ pub(super) fn engine(out: &mut Vec<Counter>, prefix: &str, s: &EngineStats) {
         att_answers_unexpected: "count", "ATT manager answers for no pending ATT_CMD (dropped)";
         rdma_bytes_placed: "bytes", "RDMA-write payload bytes placed into host memory";
         recv_bytes_placed: "bytes", "send payload bytes placed into receive buffers";
+        read_requests_sent: "count", "RDMA read requests sent (first sendings)";
+        read_requests_received: "count", "RDMA read requests received in sequence";
+        read_requests_refused: "count", "RDMA read requests refused (VI not read-enabled, source did not translate): no byte read";
+        read_response_frames_sent: "frames", "RDMA read response frames handed to the GEC (first sendings)";
+        read_responses_completed: "count", "RDMA read responses completed (last frame acknowledged)";
+        read_response_frames_received: "frames", "RDMA read response frames received in sequence";
+        read_bytes_placed: "bytes", "RDMA read response bytes placed into the requester's buffers";
+        read_responses_unmatched: "count", "RDMA read responses that matched no read waiting for data (dropped)";
         send_fifo_max: "bytes", "most bytes in the Send FIFO at once";
         recv_fifo_max: "bytes", "most bytes in the Recv FIFO at once";
         tx_words: "words", "32-bit words moved into TX buffers (headers and payload)";
@@ -424,6 +432,14 @@ pub(super) const ENGINE_FIELDS: &[&str] = fields_of!(
     att_answers_unexpected,
     rdma_bytes_placed,
     recv_bytes_placed,
+    read_requests_sent,
+    read_requests_received,
+    read_requests_refused,
+    read_response_frames_sent,
+    read_responses_completed,
+    read_response_frames_received,
+    read_bytes_placed,
+    read_responses_unmatched,
     send_fifo_max,
     recv_fifo_max,
     tx_words,
