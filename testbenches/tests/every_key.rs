@@ -159,6 +159,11 @@ const LINK_DOWN_EARLY: &[&str] = &["faults.link_down_at_us=1", "faults.link_down
 
 /// Reliable-delivery VIs for the ping-pong.
 const RELIABLE: &[&str] = &["via.reliability=reliable-delivery"];
+/// The `rdma-read` preset's changes: RDMA read in the engine, reliable VIs.
+const RDMA_READ_ON: &[&str] = &[
+    "via.reliability=reliable-delivery",
+    "card.engine.rdma_read=true",
+];
 /// Reliable VIs and a 20 us outage in the measured round trip of a 4-byte ping-pong (one
 /// warm-up; the measured trip starts at about 108 us).
 const RELIABLE_OUTAGE: &[&str] = &[
@@ -402,12 +407,12 @@ const CASES: &[Case] = &[
         RDMA3000,
         Up,
     ),
-    // Off, the published card: an RDMA read is refused (VipCreateVi: invalid RDMA read);
-    // on, it runs.
+    // On (the rdma-read preset's values), a 4-byte RDMA read runs; off, the published
+    // card's, it is refused (VipCreateVi: invalid RDMA read).
     on(
-        RELIABLE,
+        RDMA_READ_ON,
         "card.engine.rdma_read",
-        "true",
+        "false",
         OneWay(Op::RdmaRead, 4),
         Changed,
     ),

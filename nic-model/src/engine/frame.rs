@@ -13,6 +13,14 @@
 //! | `Disconnect` | `dst_vi`, `src_vi` | none |
 //! | `Ack` | `dst_vi`, `src_vi`, `seq` (last fragment of the message acknowledged, or the fragment that failed), `immediate` (VIA status error bits: 0 = positive ack, else a Nak), `msg_len` | none |
 //!
+//!
+//! RDMA read frames (engines with `EngineParams::rdma_read`; sequenced like data frames):
+//!
+//! | op | header fields used | payload |
+//! |---|---|---|
+//! | `RdmaReadRequest` (9) | `dst_vi`, `src_vi`, `seq` (the requester's next), FIRST \| LAST, `msg_len` (bytes to read), `frag_offset` 0, `frag_len` 0, `remote_va` and `remote_handle` (the source, in the responder's memory) | none |
+//! | `RdmaReadResponse` (10) | `dst_vi`, `src_vi`, `seq` (the responder's next), FIRST / LAST, `msg_len`, `frag_offset`, `frag_len` as a data fragment, `immediate` (the request's `seq`, IMMEDIATE clear) | up to 1460 bytes of the source |
+//!
 //! Every control frame has FIRST and LAST set and `msg_len = frag_len`. A fragment whose
 //! payload DMA failed still occupies its TX slot (slots go to the GEC in ring order, see
 //! `txdata`): it is sent with op byte 0 (undefined), which every receiver drops.
