@@ -1,0 +1,22 @@
+//! `vmpi`: a minimal MPI over VIPL, after the VMPI of the VIA cluster studies: eager
+//! ("ready mode") messages up to a threshold, copied through pre-posted, pre-registered
+//! bounce buffers, and a synchronous mode above it (request to send, reply with the
+//! receive buffer's address and memory handle, RDMA write of the data, done).
+//!
+//! The protocol pieces that need no network are here and tested alone:
+//! - [`types`]: ranks, tags, contexts, envelopes and receive patterns;
+//! - [`wire`]: the 40-byte header in front of every VMPI message;
+//! - [`matching`]: posted receives, unexpected messages, MPI's non-overtaking rule;
+//! - [`credits`]: flow control of the eager buffers.
+
+#![forbid(unsafe_code)]
+
+pub mod credits;
+pub mod matching;
+pub mod types;
+pub mod wire;
+
+pub use credits::{CreditError, Credits};
+pub use matching::Matcher;
+pub use types::{Context, Envelope, Pattern, Rank, Source, Tag, TagSel};
+pub use wire::{Header, Kind, WireError};
