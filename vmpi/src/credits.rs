@@ -86,6 +86,12 @@ impl Credits {
         })
     }
 
+    /// Spends a credit, if one besides the reserved last is left, for a message that
+    /// cannot carry credits (an RDMA write with immediate data): owed credits stay owed.
+    pub fn spend(&mut self) -> Option<()> {
+        (self.available > 1).then(|| self.available -= 1)
+    }
+
     /// Spends a credit (the reserved last one too) for a `Credit` message, if credits
     /// are owed and one is left; returns the owed credits it carries.
     pub fn take_for_credit_message(&mut self) -> Option<u16> {

@@ -7,16 +7,20 @@
 //! - [`types`]: ranks, tags, contexts, envelopes and receive patterns;
 //! - [`wire`]: the 40-byte header in front of every VMPI message;
 //! - [`matching`]: posted receives, unexpected messages, MPI's non-overtaking rule;
-//! - [`credits`]: flow control of the eager buffers.
+//! - [`credits`]: flow control of the eager buffers;
+//! - [`p2p`]: the point-to-point protocol as a core that performs no I/O (eager and
+//!   synchronous modes, truncation, credits), tested over a network of byte vectors.
 
 #![forbid(unsafe_code)]
 
 pub mod credits;
 pub mod matching;
+pub mod p2p;
 pub mod types;
 pub mod wire;
 
 pub use credits::{CreditError, Credits};
 pub use matching::Matcher;
+pub use p2p::{Action, P2p, P2pError, P2pParams, Payload, RecvId, RecvStatus, SendId, StashId};
 pub use types::{Context, Envelope, Pattern, Rank, Source, Tag, TagSel};
 pub use wire::{Header, Kind, WireError};

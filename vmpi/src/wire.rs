@@ -11,8 +11,8 @@
 //! | 6..8 | eager credits returned | `credits` | flow control, piggy-backed on every message |
 //! | 8..12 | tag | `tag` | the envelope's tag |
 //! | 12..16 | message length \[bytes\] | `len` | eager: the payload; RTS: the message the sender holds |
-//! | 16..20 | sender's request id | `send_req` | RTS, CTS, FIN: which send |
-//! | 20..24 | receiver's request id | `recv_req` | CTS, FIN: which receive |
+//! | 16..20 | sender's request id | `send_req` | RTS, CTS: which send |
+//! | 20..24 | receiver's request id | `recv_req` | CTS: which receive (the RDMA write's immediate data names it again) |
 //! | 24..28 | memory handle | `handle` | CTS: the receive buffer's VIA memory handle |
 //! | 28..32 | reserved, 0 | `reserved1` | aligns the address |
 //! | 32..40 | virtual address | `va` | CTS: the receive buffer's address |
@@ -66,9 +66,7 @@ pub enum Kind {
     /// 3: clear to send: the matched receive's buffer (`va`, `handle`), for the RDMA
     /// write of the data.
     Cts,
-    /// 4: the RDMA write of the data is complete (the receive is done).
-    Fin,
-    /// 5: credits only (nothing else to say).
+    /// 4: credits only (nothing else to say).
     Credit,
 }
 
@@ -80,8 +78,7 @@ impl Kind {
             Kind::Eager => 1,
             Kind::Rts => 2,
             Kind::Cts => 3,
-            Kind::Fin => 4,
-            Kind::Credit => 5,
+            Kind::Credit => 4,
         }
     }
 
@@ -92,8 +89,7 @@ impl Kind {
             1 => Some(Kind::Eager),
             2 => Some(Kind::Rts),
             3 => Some(Kind::Cts),
-            4 => Some(Kind::Fin),
-            5 => Some(Kind::Credit),
+            4 => Some(Kind::Credit),
             _ => None,
         }
     }
@@ -272,7 +268,7 @@ mod tests {
         let mut b = Header::new(Kind::Credit, Rank(0), Context::WORLD).emit();
         b[0] = 9;
         assert_eq!(Header::parse(&b), Err(WireError::Kind(9)));
-        b[0] = 5;
+        b[0] = 4;
         b[1] = 1;
         assert_eq!(Header::parse(&b), Err(WireError::Reserved));
         let mut e = Header::new(Kind::Eager, Rank(0), Context::WORLD);
@@ -296,11 +292,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn emit_then_parse_is_identity(kind in 2u8..=5, src: u16, ctx: u16, credits: u16,
+        fn emit_then_parse_is_identity(kind in 2u8..=4, src: u16, ctx: u16, credits: u16,
                                        tag: i32, len: u32, sr: u32, rr: u32, handle: u32,
                                        va: u64) {
             let h = Header {
-                kind: Kind::from_raw(kind).expect("2..=5"),
+                kind: Kind::from_raw(kind).expect("2..=4"),
                 src: Rank(src), ctx: Context(ctx), credits, tag: Tag(tag), len,
                 send_req: sr, recv_req: rr, handle, va,
             };
