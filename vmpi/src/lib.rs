@@ -4,6 +4,7 @@
 //! receive buffer's address and memory handle, RDMA write of the data, done).
 //!
 //! The protocol pieces that need no network are here and tested alone:
+//! - [`collective`]: barrier, broadcast and reduction schedules, and the sums;
 //! - [`types`]: ranks, tags, contexts, envelopes and receive patterns;
 //! - [`wire`]: the 40-byte header in front of every VMPI message;
 //! - [`matching`]: posted receives, unexpected messages, MPI's non-overtaking rule;
@@ -13,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod collective;
 pub mod credits;
 pub mod matching;
 pub mod p2p;
