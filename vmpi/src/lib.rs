@@ -15,12 +15,14 @@
 #![forbid(unsafe_code)]
 
 pub mod collective;
+pub mod comm;
 pub mod credits;
 pub mod matching;
 pub mod p2p;
 pub mod types;
 pub mod wire;
 
+pub use comm::{Comm, MpiConfig, MpiError, MpiStats, Registration, Request};
 pub use credits::{CreditError, Credits};
 pub use matching::Matcher;
 pub use p2p::{Action, P2p, P2pError, P2pParams, Payload, RecvId, RecvStatus, SendId, StashId};

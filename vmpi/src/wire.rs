@@ -176,6 +176,10 @@ impl Header {
     /// # Errors
     /// [`WireError`]: short, undefined kind, reserved bytes set, wrong eager length.
     pub fn parse(b: &[u8]) -> Result<Header, WireError> {
+        Header::parse_prefix(b, b.len())
+    }
+
+    fn parse_unchecked_len(b: &[u8]) -> Result<Header, WireError> {
         if b.len() < HEADER_LEN {
             return Err(WireError::Truncated(b.len()));
         }
@@ -184,7 +188,7 @@ impl Header {
         if be::<1>(b, field::RESERVED)[0] != 0 || be::<4>(b, field::RESERVED1) != [0; 4] {
             return Err(WireError::Reserved);
         }
-        let h = Header {
+        Ok(Header {
             kind,
             src: Rank(u16::from_be_bytes(be(b, field::SRC))),
             ctx: Context(u16::from_be_bytes(be(b, field::CTX))),
@@ -195,9 +199,22 @@ impl Header {
             recv_req: u32::from_be_bytes(be(b, field::RECV_REQ)),
             handle: u32::from_be_bytes(be(b, field::HANDLE)),
             va: u64::from_be_bytes(be(b, field::VA)),
-        };
-        let carried = b.len() - HEADER_LEN;
-        if kind == Kind::Eager && usize::try_from(h.len).ok() != Some(carried) {
+        })
+    }
+
+    /// Parses the header at the start of `b` for a message of `msg_len` bytes in all
+    /// (header and payload; the payload itself need not be in `b`, so a receiver can
+    /// load just the header first).
+    ///
+    /// # Errors
+    /// As [`Header::parse`], with the eager length checked against `msg_len`.
+    pub fn parse_prefix(b: &[u8], msg_len: usize) -> Result<Header, WireError> {
+        let head = b.get(..HEADER_LEN).ok_or(WireError::Truncated(b.len()))?;
+        let h = Header::parse_unchecked_len(head)?;
+        let carried = msg_len
+            .checked_sub(HEADER_LEN)
+            .ok_or(WireError::Truncated(msg_len))?;
+        if h.kind == Kind::Eager && usize::try_from(h.len).ok() != Some(carried) {
             return Err(WireError::Length {
                 said: h.len,
                 carried,
