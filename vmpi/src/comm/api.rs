@@ -4,7 +4,7 @@
 
 use super::{Comm, MpiError};
 use crate::p2p::{RecvId, RecvStatus, SendId};
-use crate::types::{Context, Pattern, Rank, Source, Tag, TagSel};
+use crate::types::{Context, Envelope, Pattern, Rank, Source, Tag, TagSel};
 
 /// A non-blocking operation (`MPI_Request`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,7 +31,12 @@ impl Comm {
         self.isend_in(buf, len, dst, tag, Context::WORLD).await
     }
 
-    pub(crate) async fn isend_in(
+    /// [`Comm::isend`] in context `ctx` (a library built on this one, e.g. BSPlib, keeps
+    /// its traffic in a context of its own).
+    ///
+    /// # Errors
+    /// As [`Comm::isend`].
+    pub async fn isend_in(
         &mut self,
         buf: u64,
         len: u32,
@@ -60,7 +65,11 @@ impl Comm {
         self.irecv_in(buf, cap, src, tag, Context::WORLD).await
     }
 
-    pub(crate) async fn irecv_in(
+    /// [`Comm::irecv`] in context `ctx`.
+    ///
+    /// # Errors
+    /// As [`Comm::irecv`].
+    pub async fn irecv_in(
         &mut self,
         buf: u64,
         cap: u32,
@@ -118,6 +127,34 @@ impl Comm {
         })
         .await?;
         Ok(reqs.iter().map(|r| self.completed(*r).flatten()).collect())
+    }
+
+    /// `MPI_Probe`: progress until a message matching `src` / `tag` has arrived
+    /// unmatched; its envelope (source, tag, length). The message stays queued.
+    ///
+    /// # Errors
+    /// As [`Comm::wait`].
+    pub async fn probe(&mut self, src: Source, tag: TagSel) -> Result<Envelope, MpiError> {
+        self.probe_in(src, tag, Context::WORLD).await
+    }
+
+    /// [`Comm::probe`] in context `ctx`.
+    ///
+    /// # Errors
+    /// As [`Comm::wait`].
+    pub async fn probe_in(
+        &mut self,
+        src: Source,
+        tag: TagSel,
+        ctx: Context,
+    ) -> Result<Envelope, MpiError> {
+        self.vipl.compute(self.vipl.costs().vipl_call).await;
+        let pat = Pattern { src, tag, ctx };
+        self.progress_until("MPI_Probe", |c| c.p2p.probe(&pat).is_some())
+            .await?;
+        self.p2p
+            .probe(&pat)
+            .ok_or(MpiError::Argument("MPI_Probe: the message went"))
     }
 
     /// `MPI_Send` (standard mode: returns when the buffer may be reused).

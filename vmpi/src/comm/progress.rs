@@ -368,6 +368,67 @@ impl Comm {
         Ok(())
     }
 
+    /// RDMA-writes `len` bytes at `va` (registered under `h`) to `remote_va` at `peer`
+    /// (registered there under `remote_h`), without immediate data: no receive
+    /// descriptor is consumed, so no credit is spent. [`Comm::flush`] waits for it.
+    ///
+    /// # Errors
+    /// A rank with no VI; what the progress met while a send slot freed.
+    pub async fn rdma_write(
+        &mut self,
+        peer: Rank,
+        va: u64,
+        h: MemHandle,
+        len: u32,
+        remote_va: u64,
+        remote_h: MemHandle,
+    ) -> Result<(), MpiError> {
+        if self.peer(peer).is_none() {
+            return Err(MpiError::Argument("RDMA write to a rank with no VI"));
+        }
+        let slot = self.send_slot().await?;
+        let d = rdma_write_descriptor(vec![data_segment(va, h, len)], remote_va, remote_h, None);
+        self.post_send(peer, slot, d, Posted::Message { slot })
+            .await
+    }
+
+    /// Waits until every send and RDMA write this process posted has completed on the
+    /// card (under a reliable level: acknowledged by the peer, its bytes placed).
+    ///
+    /// # Errors
+    /// [`MpiError::Stalled`]; what the progress met.
+    pub async fn flush(&mut self) -> Result<(), MpiError> {
+        self.drain_sends("flush").await
+    }
+
+    /// Registers `[va, va + len)` for RDMA writes from peers (`VipRegisterMem` with the
+    /// process's tag, RDMA write enabled).
+    ///
+    /// # Errors
+    /// What `VipRegisterMem` returns.
+    pub async fn register_rdma(&mut self, va: u64, len: u64) -> Result<MemHandle, MpiError> {
+        let attrs = VipMemAttributes {
+            ptag: self.ptag,
+            enable_rdma_write: true,
+            enable_rdma_read: false,
+        };
+        self.vipl
+            .vip_register_mem(self.nic, va, len.max(1), &attrs)
+            .await
+            .call("VipRegisterMem")
+    }
+
+    /// Deregisters what [`Comm::register_rdma`] registered.
+    ///
+    /// # Errors
+    /// What `VipDeregisterMem` returns.
+    pub async fn deregister_rdma(&mut self, va: u64, h: MemHandle) -> Result<(), MpiError> {
+        self.vipl
+            .vip_deregister_mem(self.nic, va, h)
+            .await
+            .call("VipDeregisterMem")
+    }
+
     async fn release_recv(&mut self, recv: RecvId) -> Result<(), MpiError> {
         let Some(h) = self.recv_handles.remove(&recv) else {
             return Ok(());

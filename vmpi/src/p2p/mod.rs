@@ -487,6 +487,13 @@ impl P2p {
             .is_some_and(|s| matches!(s.state, SendState::Done))
     }
 
+    /// The envelope of the oldest message that arrived unmatched and `pat` matches
+    /// (`MPI_Iprobe`): its source, tag and length, so a buffer can be sized.
+    #[must_use]
+    pub fn probe(&self, pat: &Pattern) -> Option<Envelope> {
+        self.matcher.probe(pat).copied()
+    }
+
     /// A receive's status once complete (`MPI_Test`).
     #[must_use]
     pub fn recv_status(&self, recv: RecvId) -> Option<RecvStatus> {
