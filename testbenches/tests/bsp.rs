@@ -155,3 +155,78 @@ fn a_superstep_of_puts_gets_and_messages_on_four_processes() {
         r.expect("every process succeeds");
     }
 }
+
+/// LU on a 2 x 2 grid: the factors equal the host's, computed in the same order.
+#[test]
+fn lu_on_a_two_by_two_grid_equals_the_host_computation() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use testbenches::system::run_spmd;
+    use vbsp::programs::{bsp_lu, lu_reference, LuParams};
+    for n in [1u32, 7, 24] {
+        let cfg = SystemConfig::load(
+            &ConfigSource::Preset(DEFAULT_PRESET.into()),
+            &["topology.nodes=4", "topology.switch=store-and-forward"],
+        )
+        .expect("valid");
+        let sink: Rc<RefCell<Vec<f64>>> = Rc::default();
+        let sk = sink.clone();
+        let (reports, _) = run_spmd(&cfg, move |v, rank, macs| {
+            bsp_lu(
+                v,
+                rank,
+                macs,
+                BspConfig::default(),
+                LuParams { n, s: 2, t: 2 },
+                sk.clone(),
+            )
+        })
+        .expect("runs");
+        let want = lu_reference(n);
+        let got = sink.borrow();
+        assert_eq!(got.len(), want.len());
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f64, f64::max);
+        assert!(
+            worst <= 1e-12 * f64::from(n),
+            "n = {n}: worst error {worst}"
+        );
+        let r = &reports[0].iterations[0];
+        assert!(r.end > r.start, "n = {n}: the factorization takes time");
+    }
+}
+
+/// The probe on two processes: L from empty supersteps, g from total exchanges; a
+/// larger h-relation takes longer.
+#[test]
+fn probe_measures_g_and_l() {
+    use testbenches::system::run_spmd;
+    use vbsp::programs::{bsp_probe, fit, ProbeParams};
+    let none: &[&str] = &[];
+    let cfg =
+        SystemConfig::load(&ConfigSource::Preset(DEFAULT_PRESET.into()), none).expect("valid");
+    let p = ProbeParams {
+        empty: 3,
+        hs: vec![1024, 8192, 32_768],
+        reps: 2,
+    };
+    let (reports, _) = run_spmd(&cfg, move |v, rank, macs| {
+        bsp_probe(v, rank, macs, BspConfig::default(), p.clone())
+    })
+    .expect("runs");
+    let recs = &reports[0].iterations;
+    assert_eq!(recs.len(), 3 + 3 * 2);
+    assert!(recs
+        .iter()
+        .filter(|r| r.bytes > 0)
+        .all(|r| r.verified_bytes == u64::from(r.bytes) / 8 * 8));
+    let c = fit(recs);
+    assert!(
+        c.l_ns > 1_000.0,
+        "an empty superstep is a message each way: {c:?}"
+    );
+    assert!(c.g_ns_per_byte > 1.0, "a byte costs time: {c:?}");
+}

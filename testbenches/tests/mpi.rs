@@ -5,7 +5,7 @@
 use host_driver::{ProgramError, ProgramReport, ProgramResult, Vipl};
 use std::future::Future;
 use testbenches::config::{ConfigSource, SystemConfig, DEFAULT_PRESET};
-use testbenches::system::{RunEnd, System};
+use testbenches::system::run_spmd;
 use via_abi::MacAddr;
 use vmpi::collective::Datatype;
 use vmpi::{Comm, MpiConfig, MpiStats, Rank, Source, Tag, TagSel};
@@ -19,42 +19,16 @@ fn config(nodes: usize) -> SystemConfig {
     SystemConfig::load(&ConfigSource::Preset(DEFAULT_PRESET.into()), &sets).expect("valid")
 }
 
-/// Runs `prog(vipl, rank, macs)` on every node; returns each node's result and the MPI
-/// statistics it reported (in `setup_done`'s place, see `finish`).
+/// Runs `prog(vipl, rank, macs)` on every node; each node's result.
 fn run_world<F, Fut>(nodes: usize, prog: F) -> Vec<ProgramResult>
 where
     F: Fn(Vipl, Rank, Vec<MacAddr>) -> Fut + Clone + 'static,
     Fut: Future<Output = ProgramResult> + 'static,
 {
-    let cfg = config(nodes);
-    let mut sys = System::build(&cfg, false).expect("builds");
-    let macs = sys.macs.clone();
-    for n in 0..nodes {
-        let (p, m) = (prog.clone(), macs.clone());
-        let rank = Rank(u16::try_from(n).expect("small"));
-        sys.cpu_mut(n).expect("node").load(move |v| async move {
-            let r = p(v, rank, m).await;
-            if let Err(e) = &r {
-                eprintln!("rank {n}: {e}");
-            }
-            r
-        });
+    match run_spmd(&config(nodes), prog) {
+        Ok((reports, _)) => reports.into_iter().map(Ok).collect(),
+        Err(e) => panic!("the run failed: {e}"),
     }
-    sys.start();
-    let end = sys.run_programs();
-    let out: Vec<ProgramResult> = (0..nodes)
-        .map(|n| {
-            sys.cpu_mut(n)
-                .and_then(host_driver::HostCpu::take_outcome)
-                .unwrap_or(Err(ProgramError::Stuck))
-        })
-        .collect();
-    assert!(
-        matches!(end, RunEnd::Finished),
-        "run did not finish: {:?}",
-        out
-    );
-    out
 }
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
@@ -232,4 +206,39 @@ fn four_ranks_collectives_and_matching() {
     for r in res {
         r.expect("every node succeeds");
     }
+}
+
+/// The ping-pong program of `hvia mpi pingpong`: a record per round trip, every byte
+/// checked, eager below the limit and synchronous above it.
+#[test]
+fn the_mpi_pingpong_program_checks_every_byte() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use vmpi::programs::{mpi_pingpong, Bench};
+    let limit = MpiConfig::default().eager_limit;
+    let bench = Bench {
+        sizes: vec![4, limit, limit + 1, 65536],
+        iterations: 2,
+        warmup: 1,
+    };
+    let sinks: Vec<Rc<RefCell<MpiStats>>> = (0..2).map(|_| Rc::default()).collect();
+    let s2 = sinks.clone();
+    let (reports, _) = run_spmd(&config(2), move |v, rank, macs| {
+        let sink = s2[usize::from(rank.0)].clone();
+        mpi_pingpong(v, rank, macs, MpiConfig::default(), bench.clone(), sink)
+    })
+    .expect("runs");
+    let recs = &reports[0].iterations;
+    assert_eq!(recs.len(), 4 * 3);
+    for r in recs {
+        assert_eq!(r.verified_bytes, u64::from(r.bytes));
+        assert!(r.end > r.start);
+    }
+    let s = *sinks[0].borrow();
+    assert_eq!(s.synchronous_sends, 2 * 3, "two sizes above the limit");
+    assert_eq!(s.eager_sends, 2 * 3);
+    assert!(
+        s.registrations >= 2 * 3 * 2,
+        "per-call registration, both sides"
+    );
 }

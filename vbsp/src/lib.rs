@@ -4,12 +4,14 @@
 //! messages and `bsp_sync`, over the VMPI transport ([`vmpi::Comm`]).
 //!
 //! - [`bsp`]: the library ([`Bsp`]);
+//! - [`programs`]: the probe of the BSP cost parameters, LU decomposition;
 //! - [`records`]: the format of the messages a sync exchanges;
 //! - [`staging`]: host-memory buffers the outgoing records are built in.
 
 #![forbid(unsafe_code)]
 
 pub mod bsp;
+pub mod programs;
 pub mod records;
 pub mod staging;
 

@@ -9,6 +9,7 @@
 //! - [`wire`]: the 40-byte header in front of every VMPI message;
 //! - [`matching`]: posted receives, unexpected messages, MPI's non-overtaking rule;
 //! - [`credits`]: flow control of the eager buffers;
+//! - [`programs`]: the MPI ping-pong and broadcast benchmarks;
 //! - [`p2p`]: the point-to-point protocol as a core that performs no I/O (eager and
 //!   synchronous modes, truncation, credits), tested over a network of byte vectors.
 
@@ -19,6 +20,7 @@ pub mod comm;
 pub mod credits;
 pub mod matching;
 pub mod p2p;
+pub mod programs;
 pub mod types;
 pub mod wire;
 
