@@ -358,10 +358,21 @@ impl Comm {
             .ok_or(MpiError::Argument("no VI"))?;
         let dva = self.bounce.desc_va(slot);
         self.vipl.build_descriptor(dva, &d).await.call("build")?;
-        self.vipl
-            .vip_post_send(vi, dva, self.bounce.handle)
-            .await
-            .call("VipPostSend")?;
+        match self.vipl.vip_post_send(vi, dva, self.bounce.handle).await {
+            Ok(()) => {}
+            // In MPI_Finalize a peer through its barrier may have disconnected: what is
+            // left for it can only be a credit return, which it no longer needs.
+            Err(VipError::InvalidState) if self.finalizing => {
+                self.send_free.push(slot);
+                return Ok(());
+            }
+            Err(error) => {
+                return Err(MpiError::Vipl {
+                    call: "VipPostSend",
+                    error,
+                })
+            }
+        }
         if let Some(p) = self.peer_mut(peer) {
             p.in_flight.push_back(posted);
         }
