@@ -75,6 +75,17 @@ pub enum Op {
         /// Bytes.
         data: Vec<u8>,
     },
+    /// `memcpy(dst, src, len)` in process memory: the loads of `src`'s lines and the
+    /// stores of `dst`'s through the cache model, and the copy cost once (memmove
+    /// semantics: every byte is read before any is written).
+    Copy {
+        /// First byte written \[process VA\].
+        dst: u64,
+        /// First byte read \[process VA\].
+        src: u64,
+        /// Bytes.
+        len: u64,
+    },
     /// Instrumentation: read process memory at no simulated cost, cache untouched.
     Peek {
         /// First byte \[process VA\].

@@ -329,3 +329,32 @@ fn every_vipl_call_of_a_receive_path_has_its_span() {
         );
     }
 }
+
+#[test]
+fn memcpy_pays_the_loads_and_stores_of_its_lines_and_the_copy_once() {
+    let c = CpuCosts::default();
+    let mut s = Sys::new(1, true);
+    let d = Deltas::default();
+    let dd = d.clone();
+    let moved = Rc::new(RefCell::new(Vec::new()));
+    let mv = moved.clone();
+    s.load(0, Time::ZERO, move |mut v| async move {
+        let buf = v.malloc(4096, 4096).await.unwrap();
+        let data: Vec<u8> = (0..64u8).collect();
+        v.write_mem(buf, &data).await.unwrap();
+        let t = v.now();
+        v.memcpy(buf + 1024, buf, 64).await.unwrap();
+        dd.borrow_mut().push(("memcpy", v.now() - t));
+        *mv.borrow_mut() = v.peek(buf + 1024, 64).await.unwrap();
+        assert!(v.memcpy(buf, 0x10, 4).await.is_err(), "unmapped source");
+        done(&v, "memcpy")
+    });
+    s.run(LIMIT);
+    assert!(s.outcome(0).is_ok());
+    // The source lines are cached (just written), the destination lines are not.
+    assert_eq!(
+        delta(&d, "memcpy"),
+        cyc(2 * c.cache_hit.0 + 2 * c.store_miss.0 + 16)
+    );
+    assert_eq!(*moved.borrow(), (0..64u8).collect::<Vec<_>>());
+}

@@ -74,6 +74,17 @@ enum Obs {
     /// counters and the ATT bit flips when it finishes, the stall's named losses when a lost frame stops it
     /// (unreliable VIs: nothing retransmits), so a run that cannot finish is a result.
     WireFaults,
+    /// One-way latency \[ps\] of an MPI ping-pong of `size` bytes (`hvia mpi pingpong`,
+    /// 1 warm-up, 1 measured).
+    Mpi(u32),
+    /// When rank 0 of that 4-byte MPI ping-pong was through `MPI_Init` \[ps\].
+    MpiSetup,
+    /// Control messages (RTS, CTS, credits) rank 1 sent while receiving a burst of 24
+    /// eager messages from rank 0.
+    MpiCredits,
+    /// Length \[ps\] of a BSP superstep in which process 0 puts `size` bytes into
+    /// process 1.
+    BspPut(u32),
 }
 
 /// The direction a result must move, where the physics says so.
@@ -565,6 +576,20 @@ const CASES: &[Case] = &[
         Obs::WireFaults,
         Changed,
     ),
+    // A 4 KiB message above a 1 KiB eager limit goes in synchronous mode: request, reply,
+    // registration and RDMA write instead of one copied message.
+    case("mpi.eager_limit_bytes", "1024", Obs::Mpi(4096), Up),
+    // Twice the eager buffers: twice the descriptors built and posted in MPI_Init, and a
+    // larger bounce region to register.
+    case("mpi.buffers_per_peer", "16", Obs::MpiSetup, Up),
+    // Credits returned after every 2 reposted buffers instead of 4: more credit messages
+    // from the receiver of a one-way burst.
+    case("mpi.credit_threshold", "2", Obs::MpiCredits, Up),
+    // Registrations kept: the 64 KiB synchronous transfers skip VipRegisterMem and
+    // VipDeregisterMem after the first.
+    case("mpi.registration", "cache", Obs::Mpi(65536), Down),
+    // A 1 KiB put goes by RDMA write instead of inside the sync message.
+    case("bsp.rdma_put_min_bytes", "512", Obs::BspPut(1024), Changed),
 ];
 
 /// Keys that are accepted but drive nothing: no perturbation changed any observable
@@ -592,6 +617,12 @@ enum Run {
     Fits(u32),
     /// A 4-byte RDMA-write ping-pong that may stall (its wire-fault counters or losses).
     Faults,
+    /// An MPI ping-pong of one size.
+    Mpi(u32),
+    /// A burst of eager MPI messages one way.
+    MpiBurst,
+    /// A BSP superstep with one put of this size.
+    BspPut(u32),
 }
 
 impl Obs {
@@ -606,6 +637,10 @@ impl Obs {
             Obs::DmaTraceDigest => Run::Dma(Bus::System, Dir::Read),
             Obs::Fits(size) => Run::Fits(size),
             Obs::WireFaults => Run::Faults,
+            Obs::Mpi(size) => Run::Mpi(size),
+            Obs::MpiSetup => Run::Mpi(4),
+            Obs::MpiCredits => Run::MpiBurst,
+            Obs::BspPut(size) => Run::BspPut(size),
         }
     }
 }
@@ -623,6 +658,7 @@ struct Outcome {
     fits: String,
     events: u64,
     wire_faults: String,
+    control_messages: u64,
 }
 
 /// A result to compare: a number, a text, or the run's error.
@@ -649,6 +685,9 @@ fn value(outcome: &Result<Outcome, String>, obs: Obs) -> Value {
         Obs::Fits(_) => Value::Text(o.fits.clone()),
         Obs::Events => Value::Num(o.events),
         Obs::WireFaults => Value::Text(o.wire_faults.clone()),
+        Obs::Mpi(_) | Obs::BspPut(_) => Value::Num(o.one_way_ps),
+        Obs::MpiSetup => Value::Num(o.setup_ps),
+        Obs::MpiCredits => Value::Num(o.control_messages),
     }
 }
 
@@ -690,9 +729,111 @@ fn touched_pingpong(cfg: &SystemConfig, size: u32) -> Result<u64, String> {
     Ok(reports[0].mean_elapsed().0 / 2)
 }
 
+/// The MPI and BSP runs (`hvia mpi`, `hvia bsp`) on two nodes.
+fn library_run(cfg: &SystemConfig, run: Run, o: &mut Outcome) -> Result<(), String> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use testbenches::system::run_spmd;
+    use vmpi::programs::{mpi_pingpong, Bench};
+    use vmpi::{Comm, MpiStats, Rank, Source, Tag, TagSel};
+    let mpi = cfg.mpi_config();
+    let sinks: Vec<Rc<RefCell<MpiStats>>> = (0..2).map(|_| Rc::default()).collect();
+    let s2 = sinks.clone();
+    let reports =
+        match run {
+            Run::Mpi(size) => {
+                let bench = Bench {
+                    sizes: vec![size],
+                    iterations: 1,
+                    warmup: 1,
+                };
+                run_spmd(cfg, move |v, rank, macs| {
+                    let sink = s2[usize::from(rank.0)].clone();
+                    mpi_pingpong(v, rank, macs, mpi, bench.clone(), sink)
+                })
+            }
+            Run::MpiBurst => run_spmd(cfg, move |v, rank, macs| {
+                let sink = s2[usize::from(rank.0)].clone();
+                async move {
+                    let mut c = Comm::init(v, rank, macs, mpi).await?;
+                    let buf = c.vipl().malloc(64, 64).await.map_err(|e| {
+                        host_driver::ProgramError::Vipl {
+                            call: "malloc",
+                            error: e,
+                        }
+                    })?;
+                    if rank == Rank(0) {
+                        let mut reqs = Vec::new();
+                        for _ in 0..24 {
+                            reqs.push(c.isend(buf, 4, Rank(1), Tag(1)).await?);
+                        }
+                        c.waitall(&reqs).await?;
+                    } else {
+                        for _ in 0..24 {
+                            c.recv(buf, 4, Source::Rank(Rank(0)), TagSel::Any).await?;
+                        }
+                    }
+                    *sink.borrow_mut() = c.stats();
+                    let v = c.finalize().await?;
+                    Ok(host_driver::ProgramReport {
+                        finished: v.now(),
+                        ..host_driver::ProgramReport::default()
+                    })
+                }
+            }),
+            Run::BspPut(size) => {
+                let bsp = cfg.bsp_config();
+                run_spmd(cfg, move |v, rank, macs| async move {
+                    let fail = |_| host_driver::ProgramError::Protocol("bsp");
+                    let mut b = vbsp::Bsp::begin(v, rank, macs, bsp).await.map_err(fail)?;
+                    let area = b.comm().vipl().malloc(65536, 64).await.map_err(|e| {
+                        host_driver::ProgramError::Vipl {
+                            call: "malloc",
+                            error: e,
+                        }
+                    })?;
+                    b.push_reg(area, 65536).await.map_err(fail)?;
+                    b.sync().await.map_err(fail)?;
+                    let start = b.comm().vipl().now();
+                    if rank == Rank(0) {
+                        b.put(1, area, area, 0, size).await.map_err(fail)?;
+                    }
+                    b.sync().await.map_err(fail)?;
+                    let end = b.comm().vipl().now();
+                    let v = b.end().await.map_err(fail)?;
+                    Ok(host_driver::ProgramReport {
+                        iterations: vec![host_driver::IterationRecord {
+                            index: 0,
+                            bytes: size,
+                            start,
+                            end,
+                            verified_bytes: 0,
+                            warmup: false,
+                        }],
+                        finished: v.now(),
+                        ..host_driver::ProgramReport::default()
+                    })
+                })
+            }
+            _ => unreachable!("not a library run"),
+        }
+        .map(|(r, _)| r)
+        .map_err(|e| e.to_string())?;
+    match run {
+        Run::Mpi(_) => {
+            o.one_way_ps = reports[0].mean_elapsed().0 / 2;
+            o.setup_ps = reports[0].setup_done.0;
+        }
+        Run::BspPut(_) => o.one_way_ps = reports[0].mean_elapsed().0,
+        _ => o.control_messages = sinks[1].borrow().control_messages,
+    }
+    Ok(())
+}
+
 fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
     let mut o = Outcome::default();
     match run {
+        Run::Mpi(_) | Run::MpiBurst | Run::BspPut(_) => library_run(cfg, run, &mut o)?,
         Run::PingPong(rdma, size, trace, true) => {
             assert!(rdma && !trace, "only untraced RDMA writes touch their data");
             o.one_way_ps = touched_pingpong(cfg, size)?;

@@ -63,6 +63,17 @@ impl HostCpu {
                     Err(e) => Some(OpResult::Fault(e)),
                 }
             }
+            Op::Copy { dst, src, len } => match self.costed(mem, src, len, None) {
+                Ok((load, bytes)) => match self.costed(mem, dst, len, Some(&bytes)) {
+                    Ok((store, _)) => {
+                        let c = load + store + self.params.costs.copy.cost(len);
+                        self.stats.busy_cycles = self.stats.busy_cycles.saturating_add(c.0);
+                        self.after(c, OpResult::Done, CpuState::Compute, ctx)
+                    }
+                    Err(e) => Some(OpResult::Fault(e)),
+                },
+                Err(e) => Some(OpResult::Fault(e)),
+            },
             Op::Peek { va, len } => {
                 let n = usize::try_from(len).unwrap_or(usize::MAX);
                 Some(match self.read_va(mem, va, n) {

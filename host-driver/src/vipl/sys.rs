@@ -81,6 +81,18 @@ impl Vipl {
         }
     }
 
+    /// `memcpy(dst, src, len)` in process memory: each line of `src` loaded and each of
+    /// `dst` stored through the cache model, plus the copy cost of `len` bytes once.
+    ///
+    /// # Errors
+    /// `VIP_INVALID_PARAMETER`: an unmapped address.
+    pub async fn memcpy(&self, dst: u64, src: u64, len: u64) -> VipResult<()> {
+        match self.op(Op::Copy { dst, src, len }).await {
+            OpResult::Done => Ok(()),
+            _ => Err(VipError::InvalidParameter),
+        }
+    }
+
     /// Instrumentation, not part of the modelled program: reads process memory at no
     /// simulated cost without touching the cache model (e.g. to verify received data).
     ///

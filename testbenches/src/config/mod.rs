@@ -16,6 +16,7 @@ mod error;
 mod faults;
 pub mod feasible;
 mod host;
+mod libraries;
 mod pci;
 mod presets;
 mod schema;
@@ -30,9 +31,9 @@ pub use error::ConfigError;
 pub use pci::PciBusKind;
 pub use presets::{find as find_preset, Preset, DEFAULT_PRESET, PRESETS};
 pub use schema::{
-    AttLocation, CardConfig, FaultDirection, FaultsConfig, HostConfig, HostCostsConfig, MacConfig,
-    PciBusConfig, PciConfig, SimConfig, SimStepping, SwitchKind, SystemConfig, TopologyConfig,
-    ViaConfig, ViaReliability, ViplConfig, WireConfig,
+    AttLocation, BspSection, CardConfig, FaultDirection, FaultsConfig, HostConfig, HostCostsConfig,
+    MacConfig, MpiRegistration, MpiSection, PciBusConfig, PciConfig, SimConfig, SimStepping,
+    SwitchKind, SystemConfig, TopologyConfig, ViaConfig, ViaReliability, ViplConfig, WireConfig,
 };
 pub use schema_pci::{
     BridgeConfig, CardTargetConfig, Devsel, DmaMasterConfig, LocalTargetConfig, MacDmaConfig, Park,

@@ -35,6 +35,46 @@ pub struct SystemConfig {
     pub faults: FaultsConfig,
     /// The VIA service the programs ask for (`[via]`).
     pub via: ViaConfig,
+    /// The MPI library over VIPL (`[mpi]`, `hvia mpi`).
+    pub mpi: MpiSection,
+    /// The BSPlib library over VIPL (`[bsp]`, `hvia bsp`).
+    pub bsp: BspSection,
+}
+
+/// `[mpi]`: the VMPI library's protocol settings (host software, not hardware).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MpiSection {
+    /// Largest message sent eagerly ("ready mode", copied through pre-posted buffers);
+    /// larger ones go in synchronous mode (request, reply, RDMA write) \[bytes\].
+    pub eager_limit_bytes: u32,
+    /// Eager receive buffers each process posts per peer (the sender's credits).
+    pub buffers_per_peer: u32,
+    /// Reposted buffers owed to a peer at which a credit message goes on its own.
+    pub credit_threshold: u32,
+    /// How synchronous-mode buffers are registered: `"per-call"` (registered and
+    /// deregistered around every transfer) or `"cache"` (kept, found again).
+    pub registration: MpiRegistration,
+}
+
+/// `mpi.registration`: registration of user buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MpiRegistration {
+    /// Registered and deregistered around every transfer.
+    #[serde(rename = "per-call")]
+    PerCall,
+    /// Kept registered and found again by address.
+    #[serde(rename = "cache")]
+    Cache,
+}
+
+/// `[bsp]`: the VBSP library's settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BspSection {
+    /// Puts of at least this many bytes go by RDMA write straight into the remote area;
+    /// smaller ones are combined into the destination's sync message \[bytes\].
+    pub rdma_put_min_bytes: u32,
 }
 
 /// `[sim]`: settings of the simulator itself, not of the hardware.

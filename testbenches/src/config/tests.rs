@@ -113,7 +113,7 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 108);
+    assert_eq!(flat.len(), 113);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
     assert!(flat.contains(&("topology.switch".into(), "none".into())));
     assert!(flat.contains(&("card.engine.rdma_read".into(), "false".into())));

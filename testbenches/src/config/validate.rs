@@ -261,7 +261,41 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
     check_faults(&cfg.faults)?;
     check_att_flip(cfg)?;
     check_pci_abort(cfg)?;
+    check_libraries(cfg)?;
     super::feasible::check(cfg)
+}
+
+/// `[mpi]` and `[bsp]`: sizes the libraries can hold, credits that cannot deadlock.
+fn check_libraries(cfg: &SystemConfig) -> Result<(), Problem> {
+    let m = &cfg.mpi;
+    in_range(
+        "mpi.eager_limit_bytes",
+        m.eager_limit_bytes,
+        0,
+        1 << 20,
+        " (an eager slot is this plus a 40-byte header, one per buffer per peer)",
+    )?;
+    in_range(
+        "mpi.buffers_per_peer",
+        m.buffers_per_peer,
+        3,
+        64,
+        " (one carries data, the last credit is kept for credit messages, one is in flight)",
+    )?;
+    in_range(
+        "mpi.credit_threshold",
+        m.credit_threshold,
+        2,
+        m.buffers_per_peer.saturating_sub(1).max(2),
+        " (at least 2, so credit messages cannot answer each other for ever; below mpi.buffers_per_peer)",
+    )?;
+    in_range(
+        "bsp.rdma_put_min_bytes",
+        cfg.bsp.rdma_put_min_bytes,
+        1,
+        u32::MAX,
+        "",
+    )
 }
 
 /// Longest link-down start or length accepted \[us\]: 1000 s of simulated time, far

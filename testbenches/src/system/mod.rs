@@ -8,6 +8,7 @@
 //! - [`faults`]: what the injected faults did, per node (besides the wire's);
 //! - [`pingpong`]: the ping-pong testbench;
 //! - [`delivery`]: what became of a run's messages (lost, resent, dropped frames);
+//! - [`spmd`]: one program on every node (the MPI and BSP libraries);
 //! - [`traffic`]: traffic patterns beyond the ping-pong (the one-way stream);
 //! - [`breakdown`]: tiling one message's latency with the trace spans.
 
@@ -17,6 +18,7 @@ pub mod delivery;
 pub mod faults;
 pub mod pingpong;
 pub mod run;
+pub mod spmd;
 pub mod traffic;
 pub mod world;
 
@@ -26,4 +28,5 @@ pub use pingpong::{
     run_pingpong, run_pingpong_adjusted, Op, PingPongRun, PingPongSpec, RecvPost, RunError,
 };
 pub use run::{RunEnd, Stall, StallReason};
+pub use spmd::run_spmd;
 pub use world::{Comp, Msg, NodeStore, SystemWorld};
