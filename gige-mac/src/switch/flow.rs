@@ -1,0 +1,172 @@
+//! The switch's buffer accounting and IEEE 802.3x flow control (IEEE 802.3 clause 31,
+//! Annex 31B) on its ports. Parameters: [`SwitchFlowControl`](crate::SwitchFlowControl).
+//!
+//! ```text
+//!  frame from input i admitted to output p's buffer:  p.buffered += len, i.charged += len
+//!      i.charged > high_water, no PAUSE out:  PAUSE(pause_quanta) out of port i   [xoff]
+//!      still above, half its pause_time since the last PAUSE:  PAUSE again
+//!  frame sent by output p (its last FCS byte out): p.buffered -= len, i.charged -= len
+//!      xoff and i.charged < low_water:  PAUSE(0) out of port i                     [xon]
+//!  PAUSE received on port i (flow control on): TX i gated for pause_time x 512 bit times
+//! ```
+//!
+//! **Policy (per-input accounting on shared output queues).** Every frame in an output
+//! buffer is charged to the input port it came from (each flooded copy too), from the
+//! moment it is admitted until its last byte has left. An input whose charged bytes cross
+//! the high-water mark is asked to stop: the switch queues a PAUSE ahead of the data
+//! frames of that port's transmitter (it passes that port's own PAUSE gate, Annex
+//! 31B.3.7). This is how the desktop switch chips of the time did ingress flow control
+//! ("when the buffer manager can not support free page pointers any more ... 802.3x flow
+//! control", Realtek RTL8305S data sheet); counting per input makes the PAUSE go to the
+//! nodes that fill the buffer, not to every node. The node is let go with a PAUSE of 0
+//! quanta once its bytes fall below the low-water mark (Broadcom BCM5722 programmer's
+//! guide, "Switch flow control"); while still above the high-water mark when half of the
+//! pause has passed, the next admission re-sends the PAUSE (no timer: a node that obeys
+//! sends nothing while paused, so nothing is admitted until it resumes). The marks are
+//! per input; under incast several inputs share one output buffer and can still
+//! overflow it: those frames are dropped and counted.
+//!
+//! **Receiving.** A MAC Control frame (Length/Type 0x8808) ends at the port's MAC: never
+//! forwarded, never learned from, counted. With flow control on, a good PAUSE to
+//! 01-80-C2-00-00-01 closes that port's transmitter's gate ([`GmiiTx::pause`](crate::GmiiTx::pause)): the frame in
+//! progress completes, no data frame starts for `pause_time` x 512 bit times (0: at
+//! once), and frames for that node wait in its buffer (and are charged to their inputs,
+//! which may be paused in turn).
+//!
+//! PAUSE frames carry the port's own address as source (02-53-57-00-pp-pp, assumption: a
+//! locally administered address per port; unmanaged switches use one burnt-in base
+//! address), no message id, and leave no trace spans.
+
+use super::{Held, Switch};
+use crate::dp83820::flow::CONTROL_MSG;
+use crate::frame::{Frame, FrameId};
+use crate::msg::{MacMsg, PortIndex};
+use crate::pause::{build_pause, parse, MacControl, QUANTUM_BYTES};
+use sim_kernel::Ctx;
+use via_abi::ethernet::MacAddr;
+
+/// Ids of the PAUSE frames switches build, above every node's frame ids.
+const PAUSE_ID_BASE: u64 = 0xFFFF_0000_0000_0000;
+
+/// The source address of the PAUSE frames port `port` sends.
+#[must_use]
+pub fn port_address(port: PortIndex) -> MacAddr {
+    let [hi, lo] = port.0.to_be_bytes();
+    MacAddr([0x02, 0x53, 0x57, 0x00, hi, lo])
+}
+
+impl Switch {
+    /// Frame `id` of `bytes` from input `from` was queued on output `out`: account for it,
+    /// and ask `from` to pause if its frames now hold too much.
+    pub(super) fn admit<M: From<MacMsg>>(
+        &mut self,
+        out: PortIndex,
+        from: PortIndex,
+        id: FrameId,
+        bytes: u64,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let Some(o) = self.ports.get_mut(out.index()) else {
+            return;
+        };
+        o.held.push_back(Held { id, from, bytes });
+        o.buffered += bytes;
+        o.stats.max_buffered_bytes = o.stats.max_buffered_bytes.max(o.buffered);
+        let now = ctx.now();
+        let half =
+            ctx.my_domain().period() * (u64::from(self.flow.pause_quanta) * QUANTUM_BYTES / 2);
+        let flow = self.flow;
+        let Some(i) = self.ports.get_mut(from.index()) else {
+            return;
+        };
+        i.charged += bytes;
+        if !flow.enabled || i.charged <= flow.high_water {
+            return;
+        }
+        let resend = i.last_pause.is_some_and(|t| now >= t + half);
+        if !i.xoff || resend {
+            i.xoff = true;
+            i.last_pause = Some(now);
+            tracing::debug!(target: "mac::switch", port = from.0, charged = i.charged, "input above high water: PAUSE");
+            self.send_pause(from, flow.pause_quanta, ctx);
+        }
+    }
+
+    /// Output `out` finished sending frame `id`: it leaves the buffer; its input may resume.
+    pub(super) fn release<M: From<MacMsg>>(
+        &mut self,
+        out: PortIndex,
+        id: FrameId,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let Some(o) = self.ports.get_mut(out.index()) else {
+            return;
+        };
+        // PAUSE frames are not in the buffer.
+        let Some(pos) = o.held.iter().position(|h| h.id == id) else {
+            return;
+        };
+        let Some(h) = o.held.remove(pos) else {
+            return;
+        };
+        o.buffered -= h.bytes;
+        let low = self.flow.low_water;
+        let Some(i) = self.ports.get_mut(h.from.index()) else {
+            return;
+        };
+        i.charged -= h.bytes;
+        if i.xoff && i.charged < low {
+            i.xoff = false;
+            i.last_pause = None;
+            tracing::debug!(target: "mac::switch", port = h.from.0, charged = i.charged, "input below low water: resume");
+            self.send_pause(h.from, 0, ctx);
+        }
+    }
+
+    fn send_pause<M: From<MacMsg>>(&mut self, port: PortIndex, quanta: u16, ctx: &mut Ctx<'_, M>) {
+        let Ok(bytes) = build_pause(port_address(port), quanta) else {
+            return;
+        };
+        let id = FrameId(PAUSE_ID_BASE.wrapping_add(self.pauses_built));
+        self.pauses_built += 1;
+        let Some(p) = self.ports.get_mut(port.index()) else {
+            return;
+        };
+        // A refusal (the port's queue is full of frames) is counted by the transmitter.
+        if p.tx
+            .enqueue_control(Frame::new(id, CONTROL_MSG, bytes), ctx)
+            .is_ok()
+        {
+            if quanta == 0 {
+                p.stats.resume_sent += 1;
+            } else {
+                p.stats.pause_sent += 1;
+            }
+        }
+    }
+
+    /// A good MAC Control frame ended on `port`: consumed; a PAUSE is obeyed when flow
+    /// control is on.
+    pub(super) fn control_received<M: From<MacMsg>>(
+        &mut self,
+        port: PortIndex,
+        frame: &Frame,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let enabled = self.flow.enabled;
+        let Some(p) = self.ports.get_mut(port.index()) else {
+            return;
+        };
+        p.stats.control_consumed += 1;
+        match parse(frame.bytes()) {
+            Some(MacControl::Pause { quanta }) if enabled => {
+                p.stats.pause_received += 1;
+                tracing::debug!(target: "mac::switch", port = port.0, quanta, "PAUSE received: output gated");
+                p.tx.pause(quanta, ctx);
+            }
+            other => {
+                tracing::debug!(target: "mac::switch", port = port.0, ?other, "MAC Control frame consumed");
+            }
+        }
+    }
+}
