@@ -10,6 +10,7 @@
 //! | [`MacMsg::RxEnd`] | the far transmitter, through the link | the receiving port | the edge its last (FCS) byte is complete on RXD |
 //! | [`MacMsg::SwitchForward`] | a switch, to itself | the switch | forwarding latency after the frame's end (cut-through: after its destination address) |
 //! | [`MacMsg::SwitchCutThrough`] | a cut-through switch, to itself | the switch | forwarding latency after a frame's destination address is in |
+//! | [`MacMsg::SwitchPauseRefresh`] | a switch, to itself | the switch | half a `pause_time` after it sent a PAUSE out of `port` |
 //! | [`MacMsg::GecTransmit`], [`MacMsg::GecRxRelease`] | the VIA engine | the GEC | one core cycle later |
 //! | [`MacMsg::GecTxDone`], [`MacMsg::GecRxFrame`] | the GEC | the VIA engine | one core cycle later |
 //! | [`MacMsg::RxData`] | a transmitter sending a streamed (cut-through) frame | the receiving port | no sooner than the frame's first byte |
@@ -213,6 +214,13 @@ pub enum MacMsg {
         /// The arriving frame (a later frame on the same port makes this one stale).
         id: crate::frame::FrameId,
     },
+    /// Internal to a switch: half the `pause_time` of the PAUSE it sent out of `port` has
+    /// passed; re-send it if that node's frames still fill the buffers (see
+    /// [`crate::switch::flow`]).
+    SwitchPauseRefresh {
+        /// The port the PAUSE went out of.
+        port: PortIndex,
+    },
 }
 
 impl MacMsg {
@@ -226,6 +234,7 @@ impl MacMsg {
             MacMsg::RxEnd { .. } => "rx-end",
             MacMsg::SwitchForward { .. } => "switch-forward",
             MacMsg::SwitchCutThrough { .. } => "switch-cut-through",
+            MacMsg::SwitchPauseRefresh { .. } => "switch-pause-refresh",
             MacMsg::GecTransmit { .. } => "gec-transmit",
             MacMsg::GecTxDone { .. } => "gec-tx-done",
             MacMsg::GecRxFrame { .. } => "gec-rx-frame",

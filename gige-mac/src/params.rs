@@ -216,8 +216,8 @@ pub struct SwitchFlowControl {
     pub low_water: u64,
     /// `pause_time` of the PAUSE frames sent \[quanta of 512 bit times\]. Default 0xFFFF
     /// (33.6 ms at 1000 Mb/s). Assumption: the longest pause, ended explicitly at the
-    /// low-water mark and re-sent while above the high-water mark once half of it has
-    /// passed, so the node never resumes on its own while the buffer is still full.
+    /// low-water mark and re-sent every half of it until then, so the node never resumes
+    /// on its own while its frames still fill the buffers.
     pub pause_quanta: u16,
 }
 

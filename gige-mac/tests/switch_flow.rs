@@ -349,3 +349,47 @@ fn cut_through_falls_back_when_the_output_is_busy() {
     assert_eq!(ids, vec![1, 3, 4]);
     assert_eq!(net.switch(sw).unexpected(), 0);
 }
+
+/// A short pause (100 quanta, 51.2 us) is re-sent every half of it while the node's
+/// frames still fill the buffer, but only once the buffer makes progress: while B keeps
+/// the output stuck, A gets one PAUSE; once B resumes, the re-sends follow the drain and
+/// a PAUSE of 0 ends it.
+#[test]
+fn the_pause_is_re_sent_while_the_buffer_drains_and_not_while_it_is_stuck() {
+    let mut p = GigeParams::default();
+    p.switch.flow.pause_quanta = 100;
+    let (mut k, mut net, n, sw) = learned(&p);
+    let (a, b) = (n[0], n[1]);
+    let t0 = k.now() + sim_kernel::Duration::from_ns(1_000);
+    pause(&mut k, b, mac(2), 0xFFFF, 500, t0);
+    let t1 = t0 + sim_kernel::Duration::from_ns(2_000);
+    for i in 0..12 {
+        send(&mut k, a, t1, frame(i, mac(2), mac(1), &[i as u8; 1000]));
+    }
+    let resume = t1 + sim_kernel::Duration::from_ns(400_000);
+    pause(&mut k, b, mac(2), 0, 501, resume);
+    k.run_to_idle(&mut net);
+    let at_a: Vec<_> = net
+        .port(a)
+        .inbox()
+        .iter()
+        .filter_map(|r| match parse(r.frame.bytes()) {
+            Some(MacControl::Pause { quanta }) => Some((r.first_byte_at, quanta)),
+            _ => None,
+        })
+        .collect();
+    let before: Vec<_> = at_a.iter().filter(|(t, _)| *t < resume).collect();
+    assert_eq!(before.len(), 1, "stuck output: no re-send ({at_a:?})");
+    assert_eq!(at_a.last().map(|x| x.1), Some(0), "ends with a resume");
+    let s0 = *net.switch(sw).port_stats(PortIndex(0)).unwrap();
+    assert!(s0.pause_sent >= 2, "re-sent once the buffer drains: {s0:?}");
+    assert_eq!(s0.resume_sent, 1);
+    assert_eq!(
+        net.port(b)
+            .inbox()
+            .iter()
+            .filter(|r| r.frame.id.0 < 12)
+            .count(),
+        12
+    );
+}

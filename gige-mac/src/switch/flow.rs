@@ -4,7 +4,9 @@
 //! ```text
 //!  frame from input i admitted to output p's buffer:  p.buffered += len, i.charged += len
 //!      i.charged > high_water, no PAUSE out:  PAUSE(pause_quanta) out of port i   [xoff]
-//!      still above, half its pause_time since the last PAUSE:  PAUSE again
+//!  half its pause_time after a PAUSE, still xoff (SwitchPauseRefresh):
+//!      i's frames left the buffers since  -> PAUSE(pause_quanta) again
+//!      none did                           -> again at the next release or admission
 //!  frame sent by output p (its last FCS byte out): p.buffered -= len, i.charged -= len
 //!      xoff and i.charged < low_water:  PAUSE(0) out of port i                     [xon]
 //!  PAUSE received on port i (flow control on): TX i gated for pause_time x 512 bit times
@@ -20,11 +22,14 @@
 //! control", Realtek RTL8305S data sheet); counting per input makes the PAUSE go to the
 //! nodes that fill the buffer, not to every node. The node is let go with a PAUSE of 0
 //! quanta once its bytes fall below the low-water mark (Broadcom BCM5722 programmer's
-//! guide, "Switch flow control"); while still above the high-water mark when half of the
-//! pause has passed, the next admission re-sends the PAUSE (no timer: a node that obeys
-//! sends nothing while paused, so nothing is admitted until it resumes). The marks are
-//! per input; under incast several inputs share one output buffer and can still
-//! overflow it: those frames are dropped and counted.
+//! guide, "Switch flow control"); until then the PAUSE is re-sent every half
+//! `pause_time`, so an obeying node never resumes on its own while its frames still
+//! fill the buffers. As for the DP83820's own PAUSE ([`crate::dp83820::flow`]), a re-send
+//! waits for progress: if none of the input's frames left the buffers since the last
+//! PAUSE (the output is stuck), it goes at the next release or admission instead, so a
+//! switch whose output never drains stops re-sending and the simulation can go idle.
+//! The marks are per input; under incast several inputs share one output buffer and can
+//! still overflow it: those frames are dropped and counted.
 //!
 //! **Receiving.** A MAC Control frame (Length/Type 0x8808) ends at the port's MAC: never
 //! forwarded, never learned from, counted. With flow control on, a good PAUSE to
@@ -72,9 +77,6 @@ impl Switch {
         o.held.push_back(Held { id, from, bytes });
         o.buffered += bytes;
         o.stats.max_buffered_bytes = o.stats.max_buffered_bytes.max(o.buffered);
-        let now = ctx.now();
-        let half =
-            ctx.my_domain().period() * (u64::from(self.flow.pause_quanta) * QUANTUM_BYTES / 2);
         let flow = self.flow;
         let Some(i) = self.ports.get_mut(from.index()) else {
             return;
@@ -83,11 +85,11 @@ impl Switch {
         if !flow.enabled || i.charged <= flow.high_water {
             return;
         }
-        let resend = i.last_pause.is_some_and(|t| now >= t + half);
-        if !i.xoff || resend {
+        if !i.xoff {
             i.xoff = true;
-            i.last_pause = Some(now);
             tracing::debug!(target: "mac::switch", port = from.0, charged = i.charged, "input above high water: PAUSE");
+            self.send_pause(from, flow.pause_quanta, ctx);
+        } else if i.refresh_due {
             self.send_pause(from, flow.pause_quanta, ctx);
         }
     }
@@ -110,19 +112,48 @@ impl Switch {
             return;
         };
         o.buffered -= h.bytes;
-        let low = self.flow.low_water;
+        let (low, quanta) = (self.flow.low_water, self.flow.pause_quanta);
         let Some(i) = self.ports.get_mut(h.from.index()) else {
             return;
         };
         i.charged -= h.bytes;
-        if i.xoff && i.charged < low {
+        i.drained = true;
+        if !i.xoff {
+            return;
+        }
+        if i.charged < low {
             i.xoff = false;
-            i.last_pause = None;
+            i.refresh_at = None;
+            i.refresh_due = false;
             tracing::debug!(target: "mac::switch", port = h.from.0, charged = i.charged, "input below low water: resume");
             self.send_pause(h.from, 0, ctx);
+        } else if i.refresh_due {
+            self.send_pause(h.from, quanta, ctx);
         }
     }
 
+    /// [`MacMsg::SwitchPauseRefresh`]: half the pause sent out of `port` has passed.
+    pub(super) fn pause_refresh<M: From<MacMsg>>(&mut self, port: PortIndex, ctx: &mut Ctx<'_, M>) {
+        let quanta = self.flow.pause_quanta;
+        let Some(i) = self.ports.get_mut(port.index()) else {
+            self.bad_port(port, "pause-refresh");
+            return;
+        };
+        if i.refresh_at != Some(ctx.now()) {
+            return; // stale: resumed or re-sent since
+        }
+        i.refresh_at = None;
+        if !i.xoff {
+            return;
+        }
+        if i.drained {
+            self.send_pause(port, quanta, ctx);
+        } else {
+            i.refresh_due = true;
+        }
+    }
+
+    /// Queues a PAUSE of `quanta` out of `port`; a non-zero one plans its re-send.
     fn send_pause<M: From<MacMsg>>(&mut self, port: PortIndex, quanta: u16, ctx: &mut Ctx<'_, M>) {
         let Ok(bytes) = build_pause(port_address(port), quanta) else {
             return;
@@ -135,14 +166,21 @@ impl Switch {
         // A refusal (the port's queue is full of frames) is counted by the transmitter.
         if p.tx
             .enqueue_control(Frame::new(id, CONTROL_MSG, bytes), ctx)
-            .is_ok()
+            .is_err()
         {
-            if quanta == 0 {
-                p.stats.resume_sent += 1;
-            } else {
-                p.stats.pause_sent += 1;
-            }
+            return;
         }
+        if quanta == 0 {
+            p.stats.resume_sent += 1;
+            return;
+        }
+        p.stats.pause_sent += 1;
+        p.drained = false;
+        p.refresh_due = false;
+        let half = ctx.my_domain().period() * (u64::from(quanta) * QUANTUM_BYTES / 2);
+        let at = ctx.my_domain().edge_at_or_after(ctx.now() + half);
+        p.refresh_at = Some(at);
+        ctx.wake_at(at, MacMsg::SwitchPauseRefresh { port }.into());
     }
 
     /// A good MAC Control frame ended on `port`: consumed; a PAUSE is obeyed when flow

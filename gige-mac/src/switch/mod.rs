@@ -134,8 +134,12 @@ struct SwitchPort {
     charged: u64,
     /// Input side: a PAUSE asked the node to stop and no resume has been sent since.
     xoff: bool,
-    /// Input side: when the last PAUSE with a non-zero time was queued.
-    last_pause: Option<Time>,
+    /// Input side: when the PAUSE is due to be re-sent (its wake-up is pending).
+    refresh_at: Option<Time>,
+    /// Input side: the re-send is due but waits for the output buffers to make progress.
+    refresh_due: bool,
+    /// Input side: some of its frames left the buffers since the last PAUSE.
+    drained: bool,
     /// Input side, cut-through: the frame arriving (latest `RxStart` / `RxData`).
     arriving: Option<RxFrame>,
     /// Input side, cut-through: what is being done with it.
@@ -181,7 +185,9 @@ impl Switch {
                 buffered: 0,
                 charged: 0,
                 xoff: false,
-                last_pause: None,
+                refresh_at: None,
+                refresh_due: false,
+                drained: false,
                 arriving: None,
                 cut: None,
             })
@@ -208,6 +214,7 @@ impl Switch {
             MacMsg::RxData { port, frame } => self.receive_data(port, frame, ctx),
             MacMsg::SwitchForward { in_port, frame } => self.forward(in_port, frame, ctx),
             MacMsg::SwitchCutThrough { in_port, id } => self.cut_through(in_port, id, ctx),
+            MacMsg::SwitchPauseRefresh { port } => self.pause_refresh(port, ctx),
             MacMsg::TxWake { port } => match self.ports.get_mut(port.index()) {
                 Some(p) => {
                     if let Some(done) = p.tx.wake(ctx) {
