@@ -21,8 +21,8 @@
 //! | [`SwitchParams::buffer_bytes`] | 16 384 | bytes per output port | BCM5396: 256 KB for 16 ports (see field) |
 //! | [`SwitchParams::mode`] | store-and-forward | - | what commodity switches of 2004 did (see [`ForwardingMode`]) |
 //! | [`SwitchFlowControl::enabled`] | true | - | IEEE 802.3x on full-duplex ports, as the chips of the time (see field) |
-//! | [`SwitchFlowControl::high_water`] | 8 192 | bytes per input | assumption: half a port buffer, above the 4 932-byte worst case (see field) |
-//! | [`SwitchFlowControl::low_water`] | 4 096 | bytes per input | assumption (see field) |
+//! | [`SwitchFlowControl::high_water`] | 8 192 | bytes (an input's, or its output buffer) | assumption: half a port buffer, above the 4 932-byte worst case (see field) |
+//! | [`SwitchFlowControl::low_water`] | 4 096 | bytes (an input's, and its buffers) | assumption (see field) |
 //! | [`SwitchFlowControl::pause_quanta`] | 0xFFFF | quanta of 512 bit times | assumption: longest pause, ended by PAUSE 0 (see field) |
 //! | [`MacPortParams::queue_frames`] | 1 024 | frames | setting: test MAC, not hardware |
 //!
@@ -197,21 +197,26 @@ pub struct SwitchFlowControl {
     /// Obey received PAUSE frames and send them. Default on. Source: the switch chips of
     /// the time implement the MAC Control PAUSE of 802.3x on full-duplex ports (BCM5396
     /// data sheet; Realtek RTL8305S: "802.3x flow control ... if no flow control
-    /// algorithms are activated, packets are dropped"), and autonegotiation turns it on
-    /// when the node advertises it (the DP83820 does). Off: MAC Control frames are
-    /// consumed, counted and not acted on; overflow is dropped.
+    /// algorithms are activated, packets are dropped"; Micrel KSZ8895; Cabletron
+    /// ELS100-24TXG), and the nodes' DP83820s have theirs on (PCR.PSEN, as the Linux
+    /// ns83820 driver programs it). Off: MAC Control frames are consumed, counted and not
+    /// acted on; overflow is dropped.
     pub enabled: bool,
-    /// Bytes of an input port's frames waiting in output buffers above which a PAUSE
-    /// with [`SwitchFlowControl::pause_quanta`] is sent out of that port \[bytes\].
-    /// Default 8 192. Assumption: half of the default port buffer; the worst case of what
-    /// still arrives after the decision (a maximum frame admitted on the mark, the
-    /// switch's frame in progress to that node, the PAUSE, the links and the node's
-    /// frame in progress: 4 932 bytes, as derived for the DP83820's own mark) fits in the
-    /// other half when one input fills one output.
+    /// When a frame is admitted to an output buffer and its input's frames waiting in
+    /// output buffers, or that output buffer, hold more than this, a PAUSE with
+    /// [`SwitchFlowControl::pause_quanta`] is sent out of its input port \[bytes\]
+    /// (see [`crate::switch::flow`]: the output-queue trigger of the Cabletron
+    /// ELS100-24TXG and Micrel KSZ8895, with per-input accounting on top). Default 8 192.
+    /// Assumption: half of the default port
+    /// buffer; the worst case of what still arrives after the decision (a maximum frame
+    /// admitted on the mark, the switch's frame in progress to that node, the PAUSE, the
+    /// links and the node's frame in progress: 4 932 bytes, as derived for the DP83820's
+    /// own mark) fits in the other half when one input fills one output.
     pub high_water: u64,
-    /// Bytes of an input's frames waiting below which, after a PAUSE, a PAUSE with
-    /// `pause_time` 0 (resume) is sent \[bytes\]. Default 4 096. Assumption: a quarter of
-    /// the port buffer; the Broadcom BCM5722 programmer's guide describes the switch
+    /// A paused input is let go with a PAUSE of `pause_time` 0 (resume) once its frames
+    /// waiting in output buffers hold less than this and none of them is in an output
+    /// buffer holding this much or more \[bytes\]. Default 4 096. Assumption: a quarter
+    /// of the port buffer; the Broadcom BCM5722 programmer's guide describes the switch
     /// ending a pause with `pause_time` 0 once its buffers drain (or letting it expire).
     pub low_water: u64,
     /// `pause_time` of the PAUSE frames sent \[quanta of 512 bit times\]. Default 0xFFFF

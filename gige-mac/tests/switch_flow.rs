@@ -393,3 +393,51 @@ fn the_pause_is_re_sent_while_the_buffer_drains_and_not_while_it_is_stuck() {
         12
     );
 }
+
+/// Incast: A, C and D send to B at once. No input alone holds 8 KB, but B's output buffer
+/// passes the high-water mark, so every input whose frame joins it then is paused
+/// (the output-queue trigger); each is let go once the buffer has drained below the
+/// low-water mark. These MAC ports do not obey, so the 16 KB buffer still overflows:
+/// every frame is delivered or counted as dropped.
+#[test]
+fn incast_pauses_every_sender_into_the_congested_port() {
+    let p = GigeParams::default();
+    let (mut k, mut net, n, sw) = star(4, &p);
+    let (a, b, c, d) = (n[0], n[1], n[2], n[3]);
+    send(
+        &mut k,
+        b,
+        Time::ZERO,
+        frame(999, MacAddr::BROADCAST, mac(2), &[0; 46]),
+    );
+    k.run_to_idle(&mut net);
+    let t0 = k.now() + sim_kernel::Duration::from_ns(1_000);
+    for (node, src) in [(a, 1u8), (c, 3), (d, 4)] {
+        for i in 0..8u64 {
+            let id = u64::from(src) * 100 + i;
+            send(&mut k, node, t0, frame(id, mac(2), mac(src), &[src; 1000]));
+        }
+    }
+    k.run_to_idle(&mut net);
+    let s = net.switch(sw);
+    for (node, port) in [(a, 0u16), (c, 2), (d, 3)] {
+        let st = *s.port_stats(PortIndex(port)).unwrap();
+        assert!(
+            st.pause_sent >= 1 && st.resume_sent == 1,
+            "port {port}: {st:?}"
+        );
+        let got = pauses_at(&net, node);
+        assert_eq!(got.first().map(|x| x.0), Some(0xFFFF), "port {port}");
+        assert_eq!(got.last().map(|x| x.0), Some(0), "port {port}");
+    }
+    let out = *s.port_stats(PortIndex(1)).unwrap();
+    let delivered = net
+        .port(b)
+        .inbox()
+        .iter()
+        .filter(|r| r.frame.id.0 < 999)
+        .count() as u64;
+    assert_eq!(delivered + out.buffer_drops + out.queue_drops, 24);
+    assert!(out.max_buffered_bytes <= 16_384);
+    assert_eq!(s.buffered(PortIndex(1)), Some(0));
+}

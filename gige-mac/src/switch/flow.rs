@@ -3,33 +3,41 @@
 //!
 //! ```text
 //!  frame from input i admitted to output p's buffer:  p.buffered += len, i.charged += len
-//!      i.charged > high_water, no PAUSE out:  PAUSE(pause_quanta) out of port i   [xoff]
+//!      i.charged > high_water or p.buffered > high_water, no PAUSE out:
+//!                                             PAUSE(pause_quanta) out of port i   [xoff]
 //!  half its pause_time after a PAUSE, still xoff (SwitchPauseRefresh):
 //!      i's frames left the buffers since  -> PAUSE(pause_quanta) again
 //!      none did                           -> again at the next release or admission
 //!  frame sent by output p (its last FCS byte out): p.buffered -= len, i.charged -= len
-//!      xoff and i.charged < low_water:  PAUSE(0) out of port i                     [xon]
+//!      every paused input j with j.charged < low_water and none of its frames in an
+//!      output buffer at or above low_water:  PAUSE(0) out of port j               [xon]
 //!  PAUSE received on port i (flow control on): TX i gated for pause_time x 512 bit times
 //! ```
 //!
 //! **Policy (per-input accounting on shared output queues).** Every frame in an output
 //! buffer is charged to the input port it came from (each flooded copy too), from the
-//! moment it is admitted until its last byte has left. An input whose charged bytes cross
-//! the high-water mark is asked to stop: the switch queues a PAUSE ahead of the data
-//! frames of that port's transmitter (it passes that port's own PAUSE gate, Annex
-//! 31B.3.7). This is how the desktop switch chips of the time did ingress flow control
-//! ("when the buffer manager can not support free page pointers any more ... 802.3x flow
-//! control", Realtek RTL8305S data sheet); counting per input makes the PAUSE go to the
-//! nodes that fill the buffer, not to every node. The node is let go with a PAUSE of 0
-//! quanta once its bytes fall below the low-water mark (Broadcom BCM5722 programmer's
-//! guide, "Switch flow control"); until then the PAUSE is re-sent every half
-//! `pause_time`, so an obeying node never resumes on its own while its frames still
-//! fill the buffers. As for the DP83820's own PAUSE ([`crate::dp83820::flow`]), a re-send
-//! waits for progress: if none of the input's frames left the buffers since the last
-//! PAUSE (the output is stuck), it goes at the next release or admission instead, so a
-//! switch whose output never drains stops re-sending and the simulation can go idle.
-//! The marks are per input; under incast several inputs share one output buffer and can
-//! still overflow it: those frames are dropped and counted.
+//! moment it is admitted until its last byte has left. When a frame is admitted and
+//! either its input's charged bytes or the output buffer it joins are above the
+//! high-water mark, its input is asked to stop: the switch queues a PAUSE ahead of the
+//! data frames of that port's transmitter (it passes that port's own PAUSE gate, Annex
+//! 31B.3.7). That is how the switches of the time did it: "the packet which causes the
+//! [transmit queue] threshold to be exceeded triggers the flow control function on the
+//! port from which the packet entered the switch" (Cabletron ELS100-24TXG manual,
+//! appendix C); the Micrel KSZ8895 "flow controls a port that has just received a packet
+//! if the destination port resource is busy", with the maximum pause time, and lets it go
+//! with a zero pause time "once the resource is freed up", with hysteresis. So the PAUSE
+//! goes to the nodes that fill a buffer (under incast, every sender into the congested
+//! port), not to every node. A paused input is let go with a PAUSE of 0 quanta once its
+//! own bytes are below the low-water mark and none of its frames waits in an output
+//! buffer at or above it (Broadcom BCM5722 programmer's guide, "Switch flow control");
+//! until then the PAUSE is re-sent every half `pause_time`, so an obeying node never
+//! resumes on its own while its frames still fill the buffers. As for the DP83820's own
+//! PAUSE ([`crate::dp83820::flow`]), a re-send waits for progress: if none of the input's
+//! frames left the buffers since the last PAUSE (the output is stuck), it goes at the
+//! next release or admission instead, so a switch whose output never drains stops
+//! re-sending and the simulation can go idle. What still arrives after the PAUSE
+//! decisions (each sender's frame in flight) can overflow a port buffer under incast:
+//! those frames are dropped and counted.
 //!
 //! **Receiving.** A MAC Control frame (Length/Type 0x8808) ends at the port's MAC: never
 //! forwarded, never learned from, counted. With flow control on, a good PAUSE to
@@ -77,17 +85,18 @@ impl Switch {
         o.held.push_back(Held { id, from, bytes });
         o.buffered += bytes;
         o.stats.max_buffered_bytes = o.stats.max_buffered_bytes.max(o.buffered);
+        let level = o.buffered;
         let flow = self.flow;
         let Some(i) = self.ports.get_mut(from.index()) else {
             return;
         };
         i.charged += bytes;
-        if !flow.enabled || i.charged <= flow.high_water {
+        if !flow.enabled || (i.charged <= flow.high_water && level <= flow.high_water) {
             return;
         }
         if !i.xoff {
             i.xoff = true;
-            tracing::debug!(target: "mac::switch", port = from.0, charged = i.charged, "input above high water: PAUSE");
+            tracing::debug!(target: "mac::switch", port = from.0, charged = i.charged, out = out.0, level, "above high water: PAUSE");
             self.send_pause(from, flow.pause_quanta, ctx);
         } else if i.refresh_due {
             self.send_pause(from, flow.pause_quanta, ctx);
@@ -118,18 +127,38 @@ impl Switch {
         };
         i.charged -= h.bytes;
         i.drained = true;
-        if !i.xoff {
-            return;
+        let refresh = i.xoff && i.refresh_due;
+        // Every paused input that may go now goes, in port order.
+        let resumed: Vec<PortIndex> = (0..self.ports.len())
+            .filter_map(|j| u16::try_from(j).ok().map(PortIndex))
+            .filter(|&j| self.may_resume(j, low))
+            .collect();
+        for j in resumed {
+            if let Some(p) = self.ports.get_mut(j.index()) {
+                p.xoff = false;
+                p.refresh_at = None;
+                p.refresh_due = false;
+                tracing::debug!(target: "mac::switch", port = j.0, charged = p.charged, "below low water: resume");
+            }
+            self.send_pause(j, 0, ctx);
         }
-        if i.charged < low {
-            i.xoff = false;
-            i.refresh_at = None;
-            i.refresh_due = false;
-            tracing::debug!(target: "mac::switch", port = h.from.0, charged = i.charged, "input below low water: resume");
-            self.send_pause(h.from, 0, ctx);
-        } else if i.refresh_due {
+        if refresh && self.ports.get(h.from.index()).is_some_and(|p| p.xoff) {
             self.send_pause(h.from, quanta, ctx);
         }
+    }
+
+    /// Whether paused input `j` may resume: its own bytes below `low` and none of its
+    /// frames in an output buffer at or above `low`.
+    fn may_resume(&self, j: PortIndex, low: u64) -> bool {
+        let Some(p) = self.ports.get(j.index()) else {
+            return false;
+        };
+        p.xoff
+            && p.charged < low
+            && !self
+                .ports
+                .iter()
+                .any(|o| o.buffered >= low && o.held.iter().any(|h| h.from == j))
     }
 
     /// [`MacMsg::SwitchPauseRefresh`]: half the pause sent out of `port` has passed.

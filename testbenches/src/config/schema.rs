@@ -82,11 +82,11 @@ pub struct TopologyConfig {
     /// IEEE 802.3x flow control on the switch's ports: obey the nodes' PAUSE frames and
     /// send PAUSE to a node whose frames fill the output buffers.
     pub switch_flow_control: bool,
-    /// Bytes of one input's frames waiting in output buffers above which the switch sends
-    /// that node a PAUSE \[bytes\].
+    /// Bytes of one input's frames waiting in output buffers, or of the output buffer its
+    /// frame joins, above which the switch sends that node a PAUSE \[bytes\].
     pub switch_pause_high_bytes: u32,
-    /// Bytes of one input's frames waiting below which, after a PAUSE, the switch sends a
-    /// PAUSE with `pause_time` 0 (resume) \[bytes\].
+    /// Bytes of one input's frames waiting (and of the buffers they wait in) below which,
+    /// after a PAUSE, the switch sends a PAUSE with `pause_time` 0 (resume) \[bytes\].
     pub switch_pause_low_bytes: u32,
     /// `pause_time` of the switch's PAUSE frames \[quanta of 512 bit times\].
     pub switch_pause_quanta: u32,
