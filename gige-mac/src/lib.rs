@@ -1,7 +1,7 @@
 //! `gige-mac`: HVIA-GE's gigabit Ethernet: the FPGA's GEC and the National DP83820 MAC
 //! on the card's local PCI bus, and the wire side: real frames with a real FCS, the GMII
 //! byte stream at 125 MHz, the DP83861 PHY and the cable as latencies, a
-//! store-and-forward switch for more than two nodes, and pcap output.
+//! store-and-forward or cut-through switch for more than two nodes, and pcap output.
 //!
 //! ```text
 //!  card.core            pci.local                               gmii (125 MHz)
@@ -34,7 +34,7 @@
 //! | [`fault`] | faults on the wire, per direction: frame loss, bit errors, link down ([`WireFaults`]) |
 //! | [`link`] | PHY + cable + PHY, and a transmitter's view of its far end ([`Attachment`]) |
 //! | [`port`] | [`MacPort`], a plain MAC endpoint for wire-level tests |
-//! | [`switch`] | [`Switch`], N-port store-and-forward |
+//! | [`switch`] | [`Switch`], N-port store-and-forward or cut-through, port buffers, 802.3x PAUSE |
 //! | [`fdb`] | the switch's address-learning table |
 //! | [`pcap`] | pcap writer (nanosecond timestamps) and reader |
 //! | [`msg`] | [`MacMsg`], everything these components receive |
@@ -46,8 +46,8 @@
 //! frames to [`GmiiTx::enqueue`], and gives [`MacMsg::RxStart`] / [`MacMsg::RxEnd`] to its
 //! receiver; between the two, [`RxFrame::arrived`] shows the bytes received so far.
 //! A MAC that obeys PAUSE frames calls [`GmiiTx::pause`] and routes
-//! [`MacMsg::TxPauseEnd`] to [`GmiiTx::pause_end`] (the DP83820 does; [`MacPort`] and the
-//! switch do not). Every owner routes [`MacMsg::TxReorderRelease`] to
+//! [`MacMsg::TxPauseEnd`] to [`GmiiTx::pause_end`] (the DP83820 and the switch do;
+//! [`MacPort`] does not). Every owner routes [`MacMsg::TxReorderRelease`] to
 //! [`GmiiTx::reorder_release`] (wire faults that hold frames back).
 //! [`MacPort`] is exactly that and nothing more. Handlers are generic over the system
 //! message type: `fn handle<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>)`.
@@ -91,8 +91,8 @@ pub use gmii::{Captured, GmiiState, GmiiTx, TxDone, TxRefused, TxStats};
 pub use link::{Attachment, Link};
 pub use msg::{MacMsg, PortIndex};
 pub use params::{
-    CableParams, GigeParams, LinkParams, MacPortParams, PhyParams, SwitchParams, WireParams,
-    GMII_CLOCK_MHZ,
+    CableParams, ForwardingMode, GigeParams, LinkParams, MacPortParams, PhyParams,
+    SwitchFlowControl, SwitchParams, WireParams, GMII_CLOCK_MHZ,
 };
 pub use port::{MacPort, RxFailure};
 pub use rx::{GmiiRx, Received, RxError, RxFrame, RxStats};

@@ -8,7 +8,9 @@
 //! | [`MacMsg::TxWake`] | a GMII transmitter, to itself | its owner | the edge of its next state change |
 //! | [`MacMsg::RxStart`] | the far transmitter, through the link | the receiving port | the edge the frame's first byte is complete on RXD |
 //! | [`MacMsg::RxEnd`] | the far transmitter, through the link | the receiving port | the edge its last (FCS) byte is complete on RXD |
-//! | [`MacMsg::SwitchForward`] | a switch, to itself | the switch | forwarding latency after the frame's end |
+//! | [`MacMsg::SwitchForward`] | a switch, to itself | the switch | forwarding latency after the frame's end (cut-through: after its destination address) |
+//! | [`MacMsg::SwitchCutThrough`] | a cut-through switch, to itself | the switch | forwarding latency after a frame's destination address is in |
+//! | [`MacMsg::SwitchPauseRefresh`] | a switch, to itself | the switch | half a `pause_time` after it sent a PAUSE out of `port` |
 //! | [`MacMsg::GecTransmit`], [`MacMsg::GecRxRelease`] | the VIA engine | the GEC | one core cycle later |
 //! | [`MacMsg::GecTxDone`], [`MacMsg::GecRxFrame`] | the GEC | the VIA engine | one core cycle later |
 //! | [`MacMsg::RxData`] | a transmitter sending a streamed (cut-through) frame | the receiving port | no sooner than the frame's first byte |
@@ -203,6 +205,22 @@ pub enum MacMsg {
         /// The frame.
         frame: Frame,
     },
+    /// Internal to a cut-through switch: the destination address of frame `id`, still
+    /// arriving on `in_port`, is in and the forwarding latency has passed; start it on its
+    /// output port if that port is idle (else it is stored and forwarded).
+    SwitchCutThrough {
+        /// The port it is arriving on.
+        in_port: PortIndex,
+        /// The arriving frame (a later frame on the same port makes this one stale).
+        id: crate::frame::FrameId,
+    },
+    /// Internal to a switch: half the `pause_time` of the PAUSE it sent out of `port` has
+    /// passed; re-send it if that node's frames still fill the buffers (see
+    /// [`crate::switch::flow`]).
+    SwitchPauseRefresh {
+        /// The port the PAUSE went out of.
+        port: PortIndex,
+    },
 }
 
 impl MacMsg {
@@ -215,6 +233,8 @@ impl MacMsg {
             MacMsg::RxStart { .. } => "rx-start",
             MacMsg::RxEnd { .. } => "rx-end",
             MacMsg::SwitchForward { .. } => "switch-forward",
+            MacMsg::SwitchCutThrough { .. } => "switch-cut-through",
+            MacMsg::SwitchPauseRefresh { .. } => "switch-pause-refresh",
             MacMsg::GecTransmit { .. } => "gec-transmit",
             MacMsg::GecTxDone { .. } => "gec-tx-done",
             MacMsg::GecRxFrame { .. } => "gec-rx-frame",

@@ -18,6 +18,12 @@
 //! | [`SwitchParams::forwarding_latency`] | 1 000 | ns | assumption (see field) |
 //! | [`SwitchParams::queue_frames`] | 64 | frames per output port | assumption (see field) |
 //! | [`SwitchParams::table_capacity`] | 8 192 | addresses | assumption (see field) |
+//! | [`SwitchParams::buffer_bytes`] | 16 384 | bytes per output port | BCM5396: 256 KB for 16 ports (see field) |
+//! | [`SwitchParams::mode`] | store-and-forward | - | what commodity switches of 2004 did (see [`ForwardingMode`]) |
+//! | [`SwitchFlowControl::enabled`] | true | - | IEEE 802.3x on full-duplex ports, as the chips of the time (see field) |
+//! | [`SwitchFlowControl::high_water`] | 8 192 | bytes (an input's, or its output buffer) | assumption: half a port buffer, above the 4 932-byte worst case (see field) |
+//! | [`SwitchFlowControl::low_water`] | 4 096 | bytes (an input's, and its buffers) | assumption (see field) |
+//! | [`SwitchFlowControl::pause_quanta`] | 0xFFFF | quanta of 512 bit times | assumption: longest pause, ended by PAUSE 0 (see field) |
 //! | [`MacPortParams::queue_frames`] | 1 024 | frames | setting: test MAC, not hardware |
 //!
 //! The GEC's and the DP83820's parameters sit with their components:
@@ -127,25 +133,108 @@ pub struct LinkParams {
     pub cable: CableParams,
 }
 
-/// A store-and-forward Ethernet switch (only needed for more than two nodes; the
-/// published system has none).
+/// An Ethernet switch (only needed for more than two nodes; the published system has
+/// none): a commodity unmanaged gigabit switch of about 2004.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SwitchParams {
     /// From the last byte of a frame received on an input port (FCS checked) to the frame
-    /// joining its output queue(s) \[ps\]. Default 1 us. Assumption: the published system
-    /// has no switch; store-and-forward gigabit switch ASICs of the early 2000s add a
-    /// lookup and fabric delay of the order of a microsecond on top of receiving the whole
-    /// frame. At least one switch clock is always taken (registered interfaces).
+    /// joining its output queue(s) \[ps\]; in cut-through mode, from the last byte of the
+    /// destination address to the forwarding decision. Default 1 us. Assumption: the
+    /// published system has no switch; store-and-forward gigabit switch ASICs of the early
+    /// 2000s add a lookup and fabric delay of the order of a microsecond on top of
+    /// receiving the whole frame (GarrettCom's store-and-forward switches of the time
+    /// quote "5 us plus the packet time" at 100 Mb/s). The same lookup pipeline runs in
+    /// both modes; only its start differs. At least one switch clock is always taken
+    /// (registered interfaces).
     pub forwarding_latency: Duration,
     /// Frames each output port can hold waiting for the wire, not counting the one being
     /// sent \[frames\]. A frame that finds its output queue full is dropped and counted.
-    /// Default 64. Assumption: 64 maximum-size frames are about 97 KB per port, the order
-    /// of the packet buffer of small unmanaged gigabit switches of that time.
+    /// Default 64. Assumption: the descriptor (frame pointer) queue of an output port;
+    /// with the default [`SwitchParams::buffer_bytes`] the byte bound is reached first.
     pub queue_frames: usize,
     /// Entries of the address-learning table \[MAC addresses\]. When it is full, new
     /// source addresses are not learned (counted) and frames to them are flooded.
     /// Default 8 192. Assumption: the "8K MAC addresses" of typical small switches.
     pub table_capacity: usize,
+    /// Packet buffer of each output port, the frame being sent included \[bytes, frame
+    /// bytes after the SFD with FCS\]. A frame that does not fit in its output port's
+    /// buffer is dropped and counted (`buffer_drops`). Default 16 384: the Broadcom
+    /// BCM5396 data sheet (16-port GbE desktop switch chip, IEEE 802.3x) gives an
+    /// embedded 256 KB packet buffer, 16 KB a port; Realtek's single-chip switches of
+    /// 2002 had 128 KB (RTL8305S, 5 ports) and 256 KB (RTL8308B, 8 ports) of embedded
+    /// buffer. Those chips share the memory; the model splits it evenly and statically
+    /// (assumption: a port cannot borrow another's share).
+    pub buffer_bytes: u64,
+    /// When a frame is forwarded: after its end (store and forward) or once its
+    /// destination address is in (cut-through). Default store and forward.
+    pub mode: ForwardingMode,
+    /// IEEE 802.3x PAUSE on the switch's ports (see [`crate::switch`]).
+    pub flow: SwitchFlowControl,
+}
+
+/// When a switch forwards a frame ([`SwitchParams::mode`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ForwardingMode {
+    /// The whole frame is received and its FCS checked before it is looked up and queued
+    /// (IEEE 802.1D: frames with FCS errors are discarded). What the commodity gigabit
+    /// switches of 2004 did (HP ProCurve reviewer's guide: store and forward "filters out
+    /// bad packets" and is the only way to mix port speeds).
+    #[default]
+    StoreAndForward,
+    /// Forwarding starts once the destination address (6 bytes) is in and the
+    /// forwarding latency has passed, if the output port is idle; otherwise the frame
+    /// is stored and forwarded. A frame whose FCS turns out bad has already gone out:
+    /// it reaches the far end with its bad FCS (cut-through "permits bad frames to
+    /// propagate", GarrettCom S14 guide) and is dropped there.
+    CutThrough,
+}
+
+/// IEEE 802.3x flow control on the switch's ports (IEEE 802.3 Annex 31B): PAUSE frames
+/// received from a node are obeyed; PAUSE frames are sent to a node whose frames fill
+/// the output buffers (per-input accounting; see [`crate::switch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwitchFlowControl {
+    /// Obey received PAUSE frames and send them. Default on. Source: the switch chips of
+    /// the time implement the MAC Control PAUSE of 802.3x on full-duplex ports (BCM5396
+    /// data sheet; Realtek RTL8305S: "802.3x flow control ... if no flow control
+    /// algorithms are activated, packets are dropped"; Micrel KSZ8895; Cabletron
+    /// ELS100-24TXG), and the nodes' DP83820s have theirs on (PCR.PSEN, as the Linux
+    /// ns83820 driver programs it). Off: MAC Control frames are consumed, counted and not
+    /// acted on; overflow is dropped.
+    pub enabled: bool,
+    /// When a frame is admitted to an output buffer and its input's frames waiting in
+    /// output buffers, or that output buffer, hold more than this, a PAUSE with
+    /// [`SwitchFlowControl::pause_quanta`] is sent out of its input port \[bytes\]
+    /// (see [`crate::switch::flow`]: the output-queue trigger of the Cabletron
+    /// ELS100-24TXG and Micrel KSZ8895, with per-input accounting on top). Default 8 192.
+    /// Assumption: half of the default port
+    /// buffer; the worst case of what still arrives after the decision (a maximum frame
+    /// admitted on the mark, the switch's frame in progress to that node, the PAUSE, the
+    /// links and the node's frame in progress: 4 932 bytes, as derived for the DP83820's
+    /// own mark) fits in the other half when one input fills one output.
+    pub high_water: u64,
+    /// A paused input is let go with a PAUSE of `pause_time` 0 (resume) once its frames
+    /// waiting in output buffers hold less than this and none of them is in an output
+    /// buffer holding this much or more \[bytes\]. Default 4 096. Assumption: a quarter
+    /// of the port buffer; the Broadcom BCM5722 programmer's guide describes the switch
+    /// ending a pause with `pause_time` 0 once its buffers drain (or letting it expire).
+    pub low_water: u64,
+    /// `pause_time` of the PAUSE frames sent \[quanta of 512 bit times\]. Default 0xFFFF
+    /// (33.6 ms at 1000 Mb/s). Assumption: the longest pause, ended explicitly at the
+    /// low-water mark and re-sent every half of it until then, so the node never resumes
+    /// on its own while its frames still fill the buffers.
+    pub pause_quanta: u16,
+}
+
+impl Default for SwitchFlowControl {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            high_water: 8_192,
+            low_water: 4_096,
+            pause_quanta: 0xFFFF,
+        }
+    }
 }
 
 impl Default for SwitchParams {
@@ -154,6 +243,9 @@ impl Default for SwitchParams {
             forwarding_latency: Duration::from_ns(1_000),
             queue_frames: 64,
             table_capacity: 8_192,
+            buffer_bytes: 16_384,
+            mode: ForwardingMode::StoreAndForward,
+            flow: SwitchFlowControl::default(),
         }
     }
 }

@@ -2,6 +2,8 @@
 //! the same full model, wired by the same assembly code; the ping-pong between nodes 0
 //! and 1 runs through the switch with every byte checked, slower than back to back by
 //! the switch's store-and-forward time, and the other nodes only see flooded frames.
+//! A cut-through switch sits between a cable and store and forward, and passes frames
+//! with bit errors on to the DP83820, which drops them.
 
 use gige_mac::PortIndex;
 use testbenches::config::{ConfigSource, SystemConfig, DEFAULT_PRESET};
@@ -66,6 +68,74 @@ fn a_ping_pong_through_the_switch_among_four_nodes() {
     let again = run_pingpong(&cfg, spec(1460)).expect("again");
     assert_eq!(again.one_way, run.one_way);
     assert_eq!(again.stats.events, run.stats.events);
+}
+
+/// Two nodes through a cut-through switch: every byte checked, faster than through the
+/// store-and-forward switch by about one frame's wire time after its destination address
+/// ((1518 - 6) x 8 ns for the one 1518-byte frame of a 1460-byte message: the frame no
+/// longer waits to be whole), slower than back to back by the forwarding latency and the
+/// second link. Every frame after the first flooded ones is cut through, none bad.
+#[test]
+fn a_cut_through_switch_sits_between_a_cable_and_store_and_forward() {
+    let one_way = |sets: &[&str]| {
+        let run = run_pingpong(&config(sets), spec(1460)).expect("ping-pong");
+        for r in [&run.initiator, &run.responder] {
+            assert!(r.iterations.iter().all(|i| i.verified_bytes == 1460));
+        }
+        run
+    };
+    let cable = one_way(&[]).one_way.0;
+    let saf = one_way(&["topology.switch=store-and-forward"]).one_way.0;
+    let ct_run = one_way(&["topology.switch=cut-through"]);
+    let ct = ct_run.one_way.0;
+    assert!(
+        cable < ct && ct < saf,
+        "cable {cable} < cut-through {ct} < store-and-forward {saf} ps"
+    );
+    // The saving is the frame's time after its DA, to within a few clocks of the
+    // receiving side's clock domains.
+    let saving = saf - ct;
+    let want = (1518 - 6) * 8_000;
+    assert!(
+        saving.abs_diff(want) < 100_000,
+        "saved {saving} ps, frame time after the DA {want} ps"
+    );
+    // Through the switch: at least the forwarding latency (1 us) more than a cable.
+    assert!(ct - cable > 1_000_000, "cut-through adds {} ps", ct - cable);
+    let switch = ct_run.system.switch().expect("the switch");
+    for p in 0..2 {
+        let s = *switch.port_stats(PortIndex(p)).unwrap();
+        assert!(s.cut_through > 0, "port {p}: {s:?}");
+        assert_eq!((s.cut_through_bad, s.fcs_drops, s.buffer_drops), (0, 0, 0));
+    }
+}
+
+/// Bit errors on the nodes' wires through a cut-through switch: a corrupted frame is on
+/// its way before its FCS is in, so the switch passes it on (counted as
+/// `cut_through_bad` at its input) and the receiving DP83820 drops it on its FCS; with
+/// reliable delivery the lost frames are resent and every byte still arrives.
+#[test]
+fn cut_through_passes_bad_frames_to_the_dp83820_which_drops_them() {
+    let cfg = config(&[
+        "topology.switch=cut-through",
+        "faults.bit_error_rate=1e-6",
+        "via.reliability=reliable-delivery",
+    ]);
+    let run = run_pingpong(&cfg, spec(65_536)).expect("reliable delivery completes");
+    for r in [&run.initiator, &run.responder] {
+        assert!(r.iterations.iter().all(|i| i.verified_bytes == 65_536));
+    }
+    let switch = run.system.switch().expect("the switch");
+    let bad = |p: u16| switch.port_stats(PortIndex(p)).unwrap().cut_through_bad;
+    let crc = |n: usize| run.system.mac_side(n).unwrap().stats().rx_crc_errors;
+    // Faults are on what the nodes send: port 0's bad frames reach node 1 and back.
+    assert!(bad(0) + bad(1) > 0, "some frames were hit");
+    assert_eq!((bad(0), bad(1)), (crc(1), crc(0)));
+    assert_eq!(
+        switch.port_stats(PortIndex(0)).unwrap().fcs_drops
+            + switch.port_stats(PortIndex(1)).unwrap().fcs_drops,
+        0
+    );
 }
 
 /// The one-way stream with a window of descriptors outstanding keeps the card busy: its

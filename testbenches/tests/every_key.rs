@@ -70,6 +70,12 @@ enum Obs {
     /// The events a 4-byte RDMA-write ping-pong took (what `sim.stepping` changes; its
     /// results are the same in both modes, which `tests/lockstep.rs` proves).
     Events,
+    /// Both directions at once through the store-and-forward switch (the `bidirectional`
+    /// traffic pattern, 3 messages of 64 KB each way, 8 outstanding): the simulated
+    /// time and the DP83820s' PAUSE frames when it finishes, the losses when it stalls.
+    /// The nodes' RX FIFOs fill, their PAUSE frames stop the switch's outputs and the
+    /// switch's buffers and flow control take the strain.
+    Duplex,
     /// What the faults did in a 4-byte RDMA-write ping-pong: each wire direction's
     /// counters and the ATT bit flips when it finishes, the stall's named losses when a lost frame stops it
     /// (unreliable VIs: nothing retransmits), so a run that cannot finish is a result.
@@ -242,6 +248,46 @@ const CASES: &[Case] = &[
     // up and sent again.
     case("topology.switch", "store-and-forward", RDMA4, Up),
     on(SWITCHED, "topology.switch_latency_ns", "5000", RDMA4, Up),
+    // A port buffer smaller than the high-water mark plus what arrives after the PAUSE:
+    // frames are dropped, messages lost (unreliable VIs), the run stalls.
+    on(
+        SWITCHED,
+        "topology.switch_buffer_bytes",
+        "6144",
+        Obs::Duplex,
+        Changed,
+    ),
+    // Without flow control the switch ignores the nodes' PAUSE frames: their RX FIFOs
+    // overflow and the run stalls on lost messages.
+    on(
+        SWITCHED,
+        "topology.switch_flow_control",
+        "false",
+        Obs::Duplex,
+        Changed,
+    ),
+    on(
+        SWITCHED,
+        "topology.switch_pause_high_bytes",
+        "12288",
+        Obs::Duplex,
+        Changed,
+    ),
+    on(
+        SWITCHED,
+        "topology.switch_pause_low_bytes",
+        "1024",
+        Obs::Duplex,
+        Changed,
+    ),
+    // A 51 us pause instead of 33.6 ms: re-sent every 25.6 us while the buffer drains.
+    on(
+        SWITCHED,
+        "topology.switch_pause_quanta",
+        "100",
+        Obs::Duplex,
+        Changed,
+    ),
     case("host.cpu_clock_mhz", "400", RDMA4, Up),
     case("host.memory_mb", "1", Obs::NextFrame, Changed),
     case("host.costs.vipl_call_cycles", "600", RDMA4, Up),
@@ -600,8 +646,7 @@ const DRIVES_NOTHING: &[&str] = &[];
 /// Keys the `hvia` contract names (`cli.md`) that the model accepts at one value only
 /// until the issue that builds them: any other value is refused before a run, naming the
 /// key and why (`reserved_keys_are_refused_naming_themselves`).
-/// None today (`topology.switch = "cut-through"`, a value not modelled yet, is refused
-/// by validation, tested in the config's own tests).
+/// None today.
 const RESERVED: &[(&str, &str, &str)] = &[];
 
 /// A model run; several observables may share one.
@@ -623,6 +668,8 @@ enum Run {
     MpiBurst,
     /// A BSP superstep with one put of this size.
     BspPut(u32),
+    /// The bidirectional stream ([`Obs::Duplex`]).
+    Duplex,
 }
 
 impl Obs {
@@ -641,6 +688,7 @@ impl Obs {
             Obs::MpiSetup => Run::Mpi(4),
             Obs::MpiCredits => Run::MpiBurst,
             Obs::BspPut(size) => Run::BspPut(size),
+            Obs::Duplex => Run::Duplex,
         }
     }
 }
@@ -659,6 +707,7 @@ struct Outcome {
     events: u64,
     wire_faults: String,
     control_messages: u64,
+    duplex: String,
 }
 
 /// A result to compare: a number, a text, or the run's error.
@@ -688,6 +737,7 @@ fn value(outcome: &Result<Outcome, String>, obs: Obs) -> Value {
         Obs::Mpi(_) | Obs::BspPut(_) => Value::Num(o.one_way_ps),
         Obs::MpiSetup => Value::Num(o.setup_ps),
         Obs::MpiCredits => Value::Num(o.control_messages),
+        Obs::Duplex => Value::Text(o.duplex.clone()),
     }
 }
 
@@ -931,6 +981,28 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
                         .filter_map(|n| r.system.system_bus(n))
                         .map(|b| (b.stats().target_aborts, b.stats().master_aborts))
                         .collect::<Vec<_>>()
+                ),
+                Err(RunError::Stalled(stall) | RunError::Lost { stall, .. }) => {
+                    format!("stalled; losses {:?}", stall.losses)
+                }
+                Err(e) => return Err(e.to_string()),
+            };
+        }
+        Run::Duplex => {
+            use host_driver::programs::StreamParams;
+            use testbenches::system::traffic::run_bidirectional;
+            let s = StreamParams {
+                size: 65_536,
+                messages: 3,
+                window: 8,
+            };
+            o.duplex = match run_bidirectional(cfg, s) {
+                Ok((there, back)) => format!(
+                    "finished at {} ps; DP83820 PAUSE frames {}; p99 {} / {} ps",
+                    there.stats.simulated.0,
+                    there.pause_frames,
+                    there.percentile(0.99),
+                    back.percentile(0.99)
                 ),
                 Err(RunError::Stalled(stall) | RunError::Lost { stall, .. }) => {
                     format!("stalled; losses {:?}", stall.losses)

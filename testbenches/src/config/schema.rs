@@ -109,12 +109,27 @@ pub struct TopologyConfig {
     /// Number of nodes (2 ..= 64). 2 may be connected back to back; more need a switch.
     pub nodes: u32,
     /// How the nodes are connected: `"none"` (two nodes back to back),
-    /// `"store-and-forward"` (every node on a port of one gigabit switch) or
-    /// `"cut-through"` (not modelled yet: refused).
+    /// `"store-and-forward"` or `"cut-through"` (every node on a port of one gigabit
+    /// switch, `gige_mac::switch`).
     pub switch: SwitchKind,
-    /// The switch's forwarding latency: from a frame's last byte in (FCS checked) to the
-    /// frame joining its output queue \[ns\].
+    /// The switch's forwarding latency: from a frame's last byte in (FCS checked; in
+    /// cut-through mode, from its destination address's last byte) to the frame joining
+    /// its output queue \[ns\].
     pub switch_latency_ns: u32,
+    /// The switch's packet buffer per output port \[bytes\]; a frame that does not fit is
+    /// dropped and counted.
+    pub switch_buffer_bytes: u32,
+    /// IEEE 802.3x flow control on the switch's ports: obey the nodes' PAUSE frames and
+    /// send PAUSE to a node whose frames fill the output buffers.
+    pub switch_flow_control: bool,
+    /// Bytes of one input's frames waiting in output buffers, or of the output buffer its
+    /// frame joins, above which the switch sends that node a PAUSE \[bytes\].
+    pub switch_pause_high_bytes: u32,
+    /// Bytes of one input's frames waiting (and of the buffers they wait in) below which,
+    /// after a PAUSE, the switch sends a PAUSE with `pause_time` 0 (resume) \[bytes\].
+    pub switch_pause_low_bytes: u32,
+    /// `pause_time` of the switch's PAUSE frames \[quanta of 512 bit times\].
+    pub switch_pause_quanta: u32,
 }
 
 /// `topology.switch`: what connects the nodes.
@@ -126,7 +141,8 @@ pub enum SwitchKind {
     /// A store-and-forward gigabit switch (`gige_mac::switch`), one port per node.
     #[serde(rename = "store-and-forward")]
     StoreAndForward,
-    /// A cut-through switch: accepted by the schema, refused until it is modelled.
+    /// A cut-through gigabit switch: a frame starts on an idle output port once its
+    /// destination address is in (`gige_mac::ForwardingMode::CutThrough`).
     #[serde(rename = "cut-through")]
     CutThrough,
 }

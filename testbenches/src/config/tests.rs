@@ -113,16 +113,16 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 113);
+    assert_eq!(flat.len(), 118);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
     assert!(flat.contains(&("topology.switch".into(), "none".into())));
     assert!(flat.contains(&("card.engine.rdma_read".into(), "false".into())));
-    assert_eq!(flat[95], ("faults.link_down_for_us".into(), "0".into()));
-    assert_eq!(flat[97], ("faults.reorder".into(), "0.0".into()));
-    assert_eq!(flat[98], ("faults.reorder_hold_us".into(), "20".into()));
-    assert_eq!(flat[102], ("faults.att_flip_bit".into(), "0".into()));
-    assert_eq!(flat[103], ("faults.pci_abort".into(), "none".into()));
-    assert_eq!(flat[107], ("via.reliability".into(), "unreliable".into()));
+    assert_eq!(flat[100], ("faults.link_down_for_us".into(), "0".into()));
+    assert_eq!(flat[102], ("faults.reorder".into(), "0.0".into()));
+    assert_eq!(flat[103], ("faults.reorder_hold_us".into(), "20".into()));
+    assert_eq!(flat[107], ("faults.att_flip_bit".into(), "0".into()));
+    assert_eq!(flat[108], ("faults.pci_abort".into(), "none".into()));
+    assert_eq!(flat[112], ("via.reliability".into(), "unreliable".into()));
 }
 
 #[test]
@@ -307,9 +307,29 @@ fn validation_names_the_key_and_the_limit() {
         ("topology.nodes=4", "topology.nodes", "switch"),
         ("topology.nodes=65", "topology.nodes", "at most 64"),
         (
-            "topology.switch=cut-through",
-            "topology.switch",
-            "not modelled",
+            "topology.switch_buffer_bytes=1000",
+            "topology.switch_buffer_bytes",
+            "one largest frame",
+        ),
+        (
+            "topology.switch_pause_low_bytes=8192",
+            "topology.switch_pause_low_bytes",
+            "below topology.switch_pause_high_bytes",
+        ),
+        (
+            "topology.switch_pause_high_bytes=0",
+            "topology.switch_pause_high_bytes",
+            "between 1",
+        ),
+        (
+            "topology.switch_pause_quanta=0",
+            "topology.switch_pause_quanta",
+            "resume",
+        ),
+        (
+            "topology.switch_pause_quanta=65536",
+            "topology.switch_pause_quanta",
+            "16-bit",
         ),
         (
             "topology.switch_latency_ns=0",
@@ -405,6 +425,38 @@ fn validation_names_the_key_and_the_limit() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("one 64-bit data phase"), "{err}");
+}
+
+/// Both switch kinds validate, with any node count up to 64, and the switch's keys reach
+/// the published preset with their sourced values.
+#[test]
+fn a_cut_through_switch_is_accepted() {
+    for kind in ["cut-through", "store-and-forward"] {
+        let cfg = set(&published(), &format!("topology.switch={kind}")).unwrap();
+        let cfg = set(&cfg, "topology.nodes=64").unwrap();
+        cfg.validate().expect(kind);
+    }
+    let t = published().topology;
+    assert_eq!(
+        (
+            t.switch_buffer_bytes,
+            t.switch_flow_control,
+            t.switch_pause_high_bytes,
+            t.switch_pause_low_bytes,
+            t.switch_pause_quanta
+        ),
+        (16_384, true, 8_192, 4_096, 65_535)
+    );
+    // A port buffer must hold one largest frame (1514 + FCS).
+    let small = set(&published(), "topology.switch_buffer_bytes=1517").unwrap();
+    assert_eq!(
+        small.validate().unwrap_err().key(),
+        Some("topology.switch_buffer_bytes")
+    );
+    set(&published(), "topology.switch_buffer_bytes=1518")
+        .unwrap()
+        .validate()
+        .expect("one 1518-byte frame fits");
 }
 
 #[test]

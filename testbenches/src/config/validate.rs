@@ -89,19 +89,43 @@ pub fn check(cfg: &SystemConfig) -> Result<(), Problem> {
         }
         _ => {}
     }
-    if t.switch == super::schema::SwitchKind::CutThrough {
-        return Err(problem(
-            "topology.switch",
-            "\"cut-through\" is not modelled yet: use \"store-and-forward\" or \"none\""
-                .to_string(),
-        ));
-    }
     in_range(
         "topology.switch_latency_ns",
         t.switch_latency_ns,
         8,
         1_000_000,
         " (one switch clock .. 1 ms)",
+    )?;
+    // A port buffer must hold one frame of the largest size the wire carries (MTU + FCS;
+    // the MTU itself is checked with the wire below).
+    let max_frame = cfg.wire.mtu_bytes.min(9014) + 4;
+    in_range(
+        "topology.switch_buffer_bytes",
+        t.switch_buffer_bytes,
+        max_frame,
+        16 << 20,
+        &format!(" (one largest frame, wire.mtu_bytes + 4 = {max_frame} .. 16 MB)"),
+    )?;
+    in_range(
+        "topology.switch_pause_high_bytes",
+        t.switch_pause_high_bytes,
+        1,
+        16 << 20,
+        " bytes",
+    )?;
+    in_range(
+        "topology.switch_pause_low_bytes",
+        t.switch_pause_low_bytes,
+        0,
+        t.switch_pause_high_bytes.saturating_sub(1),
+        " (below topology.switch_pause_high_bytes)",
+    )?;
+    in_range(
+        "topology.switch_pause_quanta",
+        t.switch_pause_quanta,
+        1,
+        u32::from(u16::MAX),
+        " (the 16-bit pause_time of IEEE 802.3 Annex 31B; 0 would be a resume)",
     )?;
 
     for clock in cfg.clocks() {

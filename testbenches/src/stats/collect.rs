@@ -639,5 +639,12 @@ pub(super) fn switch_port(out: &mut Vec<Counter>, prefix: &str, s: &SwitchPortSt
         queued_out: "frames", "frames queued for output on this port";
         flooded_out: "frames", "of those, copies made by flooding";
         control_consumed: "frames", "MAC Control frames (PAUSE) received: consumed, never forwarded";
+        buffer_drops: "frames", "frames that did not fit in this port's output buffer (bytes), dropped";
+        max_buffered_bytes: "bytes", "most bytes ever held in this port's output buffer";
+        pause_received: "frames", "PAUSE frames received from the node and obeyed";
+        pause_sent: "frames", "PAUSE frames sent to the node (its frames above the high-water mark)";
+        resume_sent: "frames", "PAUSE frames with pause_time 0 sent to the node (below the low-water mark)";
+        cut_through: "frames", "frames started on this output before their end had arrived";
+        cut_through_bad: "frames", "frames received here and forwarded cut-through whose FCS turned out bad";
     });
 }

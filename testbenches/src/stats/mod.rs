@@ -82,6 +82,9 @@ pub fn of_system(sys: &System) -> Vec<Counter> {
                     if let Some(st) = s.port_stats(port) {
                         collect::switch_port(&mut out, &format!("switch.port{p}"), st);
                     }
+                    if let Some(tx) = s.tx(port) {
+                        collect::gmii_tx(&mut out, &format!("switch.port{p}.gmii.tx"), tx.stats());
+                    }
                 }
             }
         }

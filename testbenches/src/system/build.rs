@@ -358,10 +358,23 @@ impl System {
                 .iter()
                 .map(|id| link.attachment(id.mac_side, PortIndex(0)))
                 .collect();
+            let t = &cfg.topology;
             let params = gige_mac::SwitchParams {
-                forwarding_latency: sim_kernel::Duration::from_ns(u64::from(
-                    cfg.topology.switch_latency_ns,
-                )),
+                forwarding_latency: sim_kernel::Duration::from_ns(u64::from(t.switch_latency_ns)),
+                buffer_bytes: u64::from(t.switch_buffer_bytes),
+                mode: match t.switch {
+                    SwitchKind::CutThrough => gige_mac::ForwardingMode::CutThrough,
+                    SwitchKind::StoreAndForward | SwitchKind::None => {
+                        gige_mac::ForwardingMode::StoreAndForward
+                    }
+                },
+                flow: gige_mac::SwitchFlowControl {
+                    enabled: t.switch_flow_control,
+                    high_water: u64::from(t.switch_pause_high_bytes),
+                    low_water: u64::from(t.switch_pause_low_bytes),
+                    pause_quanta: u16::try_from(t.switch_pause_quanta)
+                        .map_err(model("topology.switch_pause_quanta"))?,
+                },
                 ..gige_mac::SwitchParams::default()
             };
             let switch = gige_mac::switch::Switch::new(&links, &gige.wire, &params)
@@ -403,6 +416,16 @@ impl System {
             Some(Comp::Engine(_, e)) => Some(e),
             _ => None,
         }
+    }
+
+    /// The switch between the nodes, if `topology.switch` wires one (its port counters,
+    /// transmitters, learning table).
+    #[must_use]
+    pub fn switch(&self) -> Option<&gige_mac::Switch> {
+        self.world.iter().find_map(|(_, c)| match c {
+            Comp::Switch(s) => Some(&**s),
+            _ => None,
+        })
     }
 
     /// The DP83820 MAC side of node `n` (its wire statistics: `stats()`, `rx()`,

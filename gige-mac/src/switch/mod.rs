@@ -1,110 +1,70 @@
-//! [`Switch`]: an N-port store-and-forward Ethernet switch in the `gmii` domain, so that
-//! more than two nodes can be wired.
+//! [`Switch`]: an N-port Ethernet switch in the `gmii` domain, so that more than two
+//! nodes can be wired: store-and-forward or cut-through, a packet buffer per output port,
+//! IEEE 802.3x PAUSE on every port. A commodity unmanaged gigabit switch of about 2004
+//! ([`SwitchParams`] gives the sources).
 //!
 //! ```text
 //!  port i RX (GmiiRx) --RxEnd: whole frame, FCS ok?--+-- bad: dropped, counted
-//!                                                   |
+//!                       MAC Control (0x8808)?  -----+-- consumed; a PAUSE gates TX i
 //!                       learn src -> i              v
 //!                       wait forwarding_latency (SwitchForward)
 //!                       look up dst: known port p != i -> queue p
 //!                                    known port == i   -> filtered, counted
 //!                                    unknown/group     -> flood to every port but i
-//!  port p TX queue (bounded, overflow dropped and counted) -> GmiiTx p ==link==> node
+//!  port p output: frame fits in p's buffer (bytes) and queue (frames)? else dropped, counted
+//!                 -> GmiiTx p ==link==> node           (charged to input i until sent)
+//!  cut-through: RxStart --DA in + forwarding_latency (SwitchCutThrough)--> known unicast
+//!               port p != i, p idle, fits -> p starts now, bytes follow (RxData, RxEnd)
+//!               else: stored and forwarded as above
 //! ```
 //!
-//! Store and forward: nothing is forwarded before the frame's last byte has arrived and its
-//! FCS checked (IEEE 802.1D: frames with FCS errors are discarded). MAC Control frames
-//! (Length/Type 0x8808, e.g. a node's PAUSE) end at the receiving port's MAC (IEEE 802.3
-//! clause 31) and are never forwarded; the switch's ports do not model flow control, so
-//! they are counted and dropped. Each output port has
-//! its own GMII transmitter ([`GmiiTx`]) and queue, so ports send in parallel and a port
-//! receiving traffic from several inputs queues it. The learning table is a `BTreeMap`
-//! ([`LearningTable`]) and flooding goes in port order: the switch is deterministic.
+//! **Store and forward** ([`ForwardingMode::StoreAndForward`], the default): nothing is
+//! forwarded before the frame's last byte has arrived and its FCS checked (IEEE 802.1D:
+//! frames with FCS errors are discarded).
+//!
+//! **Cut-through** ([`ForwardingMode::CutThrough`], [`cut`]): the forwarding decision is
+//! taken `forwarding_latency` after the destination address's last byte is in; if the
+//! destination is a known unicast port other than the input, that port's transmitter is
+//! idle (nothing queued, not paused) and the frame fits its buffer, the frame starts
+//! there at once and its bytes follow as they arrive; otherwise it is stored and
+//! forwarded. A frame whose FCS turns out bad at its end has already gone out: the far
+//! end receives it with the bad FCS (and drops it); it is counted (`cut_through_bad`).
+//!
+//! **Buffers.** Each output port holds at most `buffer_bytes` of frames (the one on the
+//! wire included) and `queue_frames` waiting frames; a frame that does not fit is
+//! dropped and counted (`buffer_drops`, `queue_drops`).
+//!
+//! **Flow control** ([`flow`]): MAC Control frames (Length/Type 0x8808) end at the
+//! receiving port's MAC (IEEE 802.3 clause 31) and are never forwarded; with flow control
+//! on, a PAUSE gates that port's transmitter, and the switch sends PAUSE to a node whose
+//! frames fill the output buffers (per-input accounting, high/low-water marks).
+//!
+//! Each output port has its own GMII transmitter ([`GmiiTx`]), so ports send in parallel
+//! and a port receiving traffic from several inputs queues it. The learning table is a
+//! `BTreeMap` ([`LearningTable`]) and flooding goes in port order: the switch is
+//! deterministic.
 //!
 //! Ports: one [`Attachment`] per port, to the node's MAC port. Parameters:
 //! [`SwitchParams`], [`WireParams`]. Statistics: [`SwitchPortStats`] per port, the
 //! table's [`TableStats`](crate::fdb::TableStats), each port's transmitter and receiver.
 
 use crate::fdb::LearningTable;
-use crate::frame::{FcsError, Frame, FrameLimits};
+use crate::frame::{FcsError, Frame, FrameId, FrameLimits};
 use crate::gmii::{GmiiTx, TxRefused};
 use crate::link::Attachment;
 use crate::msg::{MacMsg, PortIndex};
-use crate::params::{SwitchParams, WireParams};
+use crate::params::{ForwardingMode, SwitchFlowControl, SwitchParams, WireParams};
 use crate::pause::is_mac_control;
-use crate::rx::{GmiiRx, RxError};
-use sim_kernel::{Ctx, Duration};
+use crate::rx::{GmiiRx, RxError, RxFrame};
+use sim_kernel::{Ctx, Duration, Time};
+use std::collections::VecDeque;
 
-/// Most ports a switch may have.
-pub const MAX_PORTS: usize = 64;
+pub mod cut;
+pub mod flow;
+mod names;
 
-/// State-machine names of the output ports' transmitters, for traces and waveforms.
-const MACHINE_NAMES: [&str; MAX_PORTS] = [
-    "switch.tx0",
-    "switch.tx1",
-    "switch.tx2",
-    "switch.tx3",
-    "switch.tx4",
-    "switch.tx5",
-    "switch.tx6",
-    "switch.tx7",
-    "switch.tx8",
-    "switch.tx9",
-    "switch.tx10",
-    "switch.tx11",
-    "switch.tx12",
-    "switch.tx13",
-    "switch.tx14",
-    "switch.tx15",
-    "switch.tx16",
-    "switch.tx17",
-    "switch.tx18",
-    "switch.tx19",
-    "switch.tx20",
-    "switch.tx21",
-    "switch.tx22",
-    "switch.tx23",
-    "switch.tx24",
-    "switch.tx25",
-    "switch.tx26",
-    "switch.tx27",
-    "switch.tx28",
-    "switch.tx29",
-    "switch.tx30",
-    "switch.tx31",
-    "switch.tx32",
-    "switch.tx33",
-    "switch.tx34",
-    "switch.tx35",
-    "switch.tx36",
-    "switch.tx37",
-    "switch.tx38",
-    "switch.tx39",
-    "switch.tx40",
-    "switch.tx41",
-    "switch.tx42",
-    "switch.tx43",
-    "switch.tx44",
-    "switch.tx45",
-    "switch.tx46",
-    "switch.tx47",
-    "switch.tx48",
-    "switch.tx49",
-    "switch.tx50",
-    "switch.tx51",
-    "switch.tx52",
-    "switch.tx53",
-    "switch.tx54",
-    "switch.tx55",
-    "switch.tx56",
-    "switch.tx57",
-    "switch.tx58",
-    "switch.tx59",
-    "switch.tx60",
-    "switch.tx61",
-    "switch.tx62",
-    "switch.tx63",
-];
+use names::MACHINE_NAMES;
+pub use names::MAX_PORTS;
 
 /// Why a switch could not be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -114,7 +74,8 @@ pub enum SwitchError {
     PortCount(usize),
 }
 
-/// What one switch port counted.
+/// What one switch port counted (input side: received, drops at the input, PAUSE
+/// received and sent; output side: queued, buffer and queue drops, cut-through starts).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SwitchPortStats {
     /// Good frames received on this port.
@@ -133,6 +94,31 @@ pub struct SwitchPortStats {
     pub flooded_out: u64,
     /// MAC Control frames (PAUSE) received: consumed, never forwarded.
     pub control_consumed: u64,
+    /// Frames that did not fit in this port's output buffer (bytes), dropped.
+    pub buffer_drops: u64,
+    /// Most bytes ever held in this port's output buffer at once.
+    pub max_buffered_bytes: u64,
+    /// Of the MAC Control frames received, PAUSE frames obeyed (flow control on).
+    pub pause_received: u64,
+    /// PAUSE frames with a non-zero `pause_time` sent out of this port (its node's
+    /// frames crossed the high-water mark), re-sends included.
+    pub pause_sent: u64,
+    /// PAUSE frames with `pause_time` 0 (resume) sent out of this port.
+    pub resume_sent: u64,
+    /// Frames started on this output port before their end had arrived (cut-through;
+    /// also counted in `queued_out`).
+    pub cut_through: u64,
+    /// Frames received on this port and forwarded cut-through whose FCS or length turned
+    /// out bad at their end: they went out bad and the far end drops them.
+    pub cut_through_bad: u64,
+}
+
+/// A frame in an output port's buffer: which input it is charged to.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    id: FrameId,
+    from: PortIndex,
+    bytes: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -140,14 +126,37 @@ struct SwitchPort {
     tx: GmiiTx,
     rx: GmiiRx,
     stats: SwitchPortStats,
+    /// Output side: frames in this port's buffer, in queueing order.
+    held: VecDeque<Held>,
+    /// Output side: their bytes.
+    buffered: u64,
+    /// Input side: bytes of this port's frames held in output buffers.
+    charged: u64,
+    /// Input side: a PAUSE asked the node to stop and no resume has been sent since.
+    xoff: bool,
+    /// Input side: when the PAUSE is due to be re-sent (its wake-up is pending).
+    refresh_at: Option<Time>,
+    /// Input side: the re-send is due but waits for the output buffers to make progress.
+    refresh_due: bool,
+    /// Input side: some of its frames left the buffers since the last PAUSE.
+    drained: bool,
+    /// Input side, cut-through: the frame arriving (latest `RxStart` / `RxData`).
+    arriving: Option<RxFrame>,
+    /// Input side, cut-through: what is being done with it.
+    cut: Option<cut::Cut>,
 }
 
-/// An N-port store-and-forward switch.
+/// An N-port switch.
 #[derive(Clone, Debug)]
 pub struct Switch {
     ports: Vec<SwitchPort>,
     table: LearningTable,
     forwarding_latency: Duration,
+    buffer_bytes: u64,
+    mode: ForwardingMode,
+    flow: SwitchFlowControl,
+    /// PAUSE frames built so far (their ids).
+    pauses_built: u64,
     unexpected: u64,
 }
 
@@ -172,12 +181,25 @@ impl Switch {
                 tx: GmiiTx::new(name, PortIndex(i), *link, wire, params.queue_frames),
                 rx: GmiiRx::new(FrameLimits::from_wire(wire)),
                 stats: SwitchPortStats::default(),
+                held: VecDeque::new(),
+                buffered: 0,
+                charged: 0,
+                xoff: false,
+                refresh_at: None,
+                refresh_due: false,
+                drained: false,
+                arriving: None,
+                cut: None,
             })
             .collect();
         Ok(Self {
             ports,
             table: LearningTable::new(params.table_capacity),
             forwarding_latency: params.forwarding_latency,
+            buffer_bytes: params.buffer_bytes,
+            mode: params.mode,
+            flow: params.flow,
+            pauses_built: 0,
             unexpected: 0,
         })
     }
@@ -185,20 +207,25 @@ impl Switch {
     /// Handles one message at `ctx.now()`.
     pub fn handle<M: From<MacMsg>>(&mut self, msg: MacMsg, ctx: &mut Ctx<'_, M>) {
         match msg {
-            MacMsg::RxStart { port, frame } => match self.ports.get_mut(port.index()) {
-                Some(p) => p.rx.start(&frame),
-                None => self.bad_port(port, "rx-start"),
-            },
+            MacMsg::RxStart { port, frame } => self.receive_start(port, frame, ctx),
             MacMsg::RxEnd { port, frame } => self.receive_end(port, frame, ctx),
-            // Store and forward: a streamed frame's early bytes do not matter.
-            MacMsg::RxData { .. } => {}
+            // Store and forward: a streamed frame's early bytes do not matter;
+            // cut-through: they follow the frame on its output port.
+            MacMsg::RxData { port, frame } => self.receive_data(port, frame, ctx),
             MacMsg::SwitchForward { in_port, frame } => self.forward(in_port, frame, ctx),
+            MacMsg::SwitchCutThrough { in_port, id } => self.cut_through(in_port, id, ctx),
+            MacMsg::SwitchPauseRefresh { port } => self.pause_refresh(port, ctx),
             MacMsg::TxWake { port } => match self.ports.get_mut(port.index()) {
                 Some(p) => {
-                    // Completion is counted by the transmitter; nobody waits for it.
-                    let _ = p.tx.wake(ctx);
+                    if let Some(done) = p.tx.wake(ctx) {
+                        self.release(port, done.frame.id, ctx);
+                    }
                 }
                 None => self.bad_port(port, "tx-wake"),
+            },
+            MacMsg::TxPauseEnd { port } => match self.ports.get_mut(port.index()) {
+                Some(p) => p.tx.pause_end(ctx),
+                None => self.bad_port(port, "tx-pause-end"),
             },
             MacMsg::TxReorderRelease { port } => match self.ports.get_mut(port.index()) {
                 Some(p) => p.tx.reorder_release(ctx),
@@ -216,10 +243,26 @@ impl Switch {
         tracing::warn!(target: "mac::switch", port = port.0, what, "message for a port the switch does not have");
     }
 
+    fn receive_start<M: From<MacMsg>>(
+        &mut self,
+        port: PortIndex,
+        frame: RxFrame,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let Some(p) = self.ports.get_mut(port.index()) else {
+            self.bad_port(port, "rx-start");
+            return;
+        };
+        p.rx.start(&frame);
+        if self.mode == ForwardingMode::CutThrough {
+            self.cut_start(port, frame, ctx);
+        }
+    }
+
     fn receive_end<M: From<MacMsg>>(
         &mut self,
         port: PortIndex,
-        frame: crate::rx::RxFrame,
+        frame: RxFrame,
         ctx: &mut Ctx<'_, M>,
     ) {
         let Some(p) = self.ports.get_mut(port.index()) else {
@@ -227,18 +270,27 @@ impl Switch {
             return;
         };
         let id = frame.id();
-        match p.rx.end(frame, ctx.now()) {
-            Ok(r) if is_mac_control(r.frame.bytes()) => {
-                p.stats.control_consumed += 1;
-                tracing::debug!(target: "mac::switch", port = port.0, id = id.0, "MAC Control frame consumed");
+        p.arriving = None;
+        // Cut-through: the frame already going out gets its last bytes; one whose decision
+        // is still due goes out at the decision's time instead of a latency after its end.
+        let early = match p.cut.take() {
+            Some(cut::Cut::Forwarding { id: c, out, given }) if c == id => {
+                self.cut_end(port, out, given, frame, ctx);
+                return;
             }
+            Some(cut::Cut::Pending { id: c, at }) if c == id => Some(at),
+            _ => None,
+        };
+        let p = &mut self.ports[port.index()];
+        match p.rx.end(frame, ctx.now()) {
+            Ok(r) if is_mac_control(r.frame.bytes()) => self.control_received(port, &r.frame, ctx),
             Ok(r) => {
                 p.stats.received += 1;
                 if let Some(src) = r.frame.src() {
                     self.table.learn(src, port);
                 }
                 tracing::debug!(target: "mac::switch", port = port.0, id = id.0, "frame received, forwarding");
-                let at = ctx.now() + self.forwarding_latency;
+                let at = early.map_or(ctx.now() + self.forwarding_latency, |t| t.max(ctx.now()));
                 ctx.wake_at(
                     at,
                     MacMsg::SwitchForward {
@@ -268,14 +320,14 @@ impl Switch {
                 }
                 tracing::debug!(target: "mac::switch", port = in_port.0, id = frame.id.0, "destination on the input port, filtered");
             }
-            Some(out) => self.queue_out(out, frame, false, ctx),
+            Some(out) => self.queue_out(out, in_port, frame, false, ctx),
             None => {
                 tracing::debug!(target: "mac::switch", port = in_port.0, id = frame.id.0, "unknown or group destination, flooding");
                 let outs = (0..self.ports.len())
                     .filter_map(|i| u16::try_from(i).ok().map(PortIndex))
                     .filter(|&p| p != in_port);
                 for out in outs {
-                    self.queue_out(out, frame.clone(), true, ctx);
+                    self.queue_out(out, in_port, frame.clone(), true, ctx);
                 }
             }
         }
@@ -284,6 +336,7 @@ impl Switch {
     fn queue_out<M: From<MacMsg>>(
         &mut self,
         out: PortIndex,
+        from: PortIndex,
         frame: Frame,
         flooded: bool,
         ctx: &mut Ctx<'_, M>,
@@ -292,12 +345,19 @@ impl Switch {
             self.bad_port(out, "forward");
             return;
         };
+        let (id, bytes) = (frame.id, frame.len() as u64);
+        if p.buffered + bytes > self.buffer_bytes {
+            p.stats.buffer_drops += 1;
+            tracing::debug!(target: "mac::switch", port = out.0, id = id.0, buffered = p.buffered, "output buffer full, dropped");
+            return;
+        }
         match p.tx.enqueue(frame, ctx) {
             Ok(()) => {
                 p.stats.queued_out += 1;
                 if flooded {
                     p.stats.flooded_out += 1;
                 }
+                self.admit(out, from, id, bytes, ctx);
             }
             Err(TxRefused::QueueFull(f)) => {
                 p.stats.queue_drops += 1;
@@ -322,6 +382,12 @@ impl Switch {
         self.ports.get(port.index()).map(|p| &p.stats)
     }
 
+    /// Bytes held in the output buffer of port `port` now.
+    #[must_use]
+    pub fn buffered(&self, port: PortIndex) -> Option<u64> {
+        self.ports.get(port.index()).map(|p| p.buffered)
+    }
+
     /// The transmitter of port `port`.
     #[must_use]
     pub fn tx(&self, port: PortIndex) -> Option<&GmiiTx> {
@@ -343,6 +409,12 @@ impl Switch {
     #[must_use]
     pub fn table(&self) -> &LearningTable {
         &self.table
+    }
+
+    /// When frames are forwarded.
+    #[must_use]
+    pub fn mode(&self) -> ForwardingMode {
+        self.mode
     }
 
     /// Messages it had no use for (wrong variant or port).
