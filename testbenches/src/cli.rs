@@ -109,6 +109,14 @@ pub enum Command {
     /// Traffic patterns beyond the ping-pong: `--pattern stream` (one-way bandwidth with
     /// a window of outstanding descriptors, latency percentiles per message).
     Traffic(crate::traffic_cli::TrafficArgs),
+    /// MPI over VIPL (vmpi) on the simulated cluster: `pingpong` (latency, bandwidth
+    /// and protocol per size, overhead over raw VIPL), `bcast --nodes N`.
+    #[command(subcommand)]
+    Mpi(crate::mpi_cli::MpiCommand),
+    /// BSPlib over VIPL (vbsp) on the simulated cluster: `probe --nodes 2,4,...` (the
+    /// cost parameters g and L), `lu --n 64,128,256` (LU on a 2 x 2 grid, checked).
+    #[command(subcommand)]
+    Bsp(crate::mpi_cli::BspCommand),
     /// The catalogue of counters `--stats FILE` writes (pingpong, breakdown; dma writes
     /// those of its bus): name, unit and description of each.
     Stats(StatsArgs),
@@ -176,7 +184,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn ok(stdout: String) -> Self {
+    pub(crate) fn ok(stdout: String) -> Self {
         Self {
             stdout,
             stderr: String::new(),
@@ -289,6 +297,8 @@ fn dispatch(cli: &Cli, cfg: &SystemConfig) -> Result<Outcome, CliError> {
         Some(Command::Layout(cmd)) => Ok(Outcome::ok(crate::layout::run(cmd, format, &cfg)?)),
         Some(Command::Dma(args)) => Ok(crate::dma::run(args, format, &cfg)?),
         Some(Command::Traffic(args)) => Ok(crate::traffic_cli::run(args, format, &cfg)?),
+        Some(Command::Mpi(cmd)) => Ok(crate::mpi_cli::run_mpi(cmd, format, &cfg)),
+        Some(Command::Bsp(cmd)) => Ok(crate::mpi_cli::run_bsp(cmd, format, &cfg)),
         Some(Command::Merge(args)) => {
             let mut texts = Vec::new();
             for path in &args.files {

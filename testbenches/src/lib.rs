@@ -6,6 +6,7 @@
 //! - [`calibrate`]: `hvia calibrate`, the `calibrated:` parameters fitted to the paper;
 //! - [`cli`]: the `hvia` command line (clap) and its subcommands;
 //! - [`layout`]: `hvia layout`, VI descriptors and ATT entries byte by byte;
+//! - [`mpi_cli`]: `hvia mpi` and `hvia bsp`, the message-passing libraries measured;
 //! - [`pingpong_cli`]: `hvia pingpong` (the main job) and `hvia breakdown`;
 //! - [`system`]: the whole simulated system and its testbenches;
 //! - [`report`]: output as table, JSON or CSV;
@@ -19,6 +20,7 @@ pub mod config;
 pub mod dma;
 pub mod grid;
 pub mod layout;
+pub mod mpi_cli;
 pub mod pingpong_cli;
 pub mod report;
 pub mod runinfo;
