@@ -1,12 +1,17 @@
 //! The mapping from `[mpi]` and `[bsp]` onto the libraries' settings
 //! (`vmpi::MpiConfig`, `vbsp::BspConfig`): the one place those keys become parameters.
 
-use super::schema::{MpiRegistration, SystemConfig};
+use super::schema::{MpiRegistration, SystemConfig, ViaReliability};
+use via_abi::bar::Reliability;
 use vbsp::BspConfig;
 use vmpi::{MpiConfig, Registration};
 
 impl SystemConfig {
-    /// The MPI library's settings: `[mpi]`, with the VIs at `via.reliability`.
+    /// The MPI library's settings: `[mpi]`, with reliable VIs: reliable delivery, or
+    /// reliable reception when `via.reliability` asks for it. MPI promises every
+    /// message (MPI 1.1 section 3.4), so it cannot run on unreliable VIs, whose lost
+    /// frames (a switch port's full buffer under many-to-one traffic) fail a message
+    /// for good; `via.reliability = "unreliable"` (the published ping-pong's) is raised.
     #[must_use]
     pub fn mpi_config(&self) -> MpiConfig {
         let m = &self.mpi;
@@ -18,7 +23,10 @@ impl SystemConfig {
                 MpiRegistration::PerCall => Registration::PerCall,
                 MpiRegistration::Cache => Registration::Cache,
             },
-            reliability: self.via.reliability.level(),
+            reliability: match self.via.reliability {
+                ViaReliability::ReliableReception => Reliability::ReliableReception,
+                _ => Reliability::ReliableDelivery,
+            },
             ..MpiConfig::default()
         }
     }

@@ -4,8 +4,8 @@
 //! - `hvia mpi pingpong`: `MPI_Send` / `MPI_Recv` round trips per size between ranks 0
 //!   and 1: one-way latency (half a round trip), bandwidth, the protocol of each size
 //!   (`eager` up to `mpi.eager_limit_bytes`, else `synchronous`), and the raw VIPL
-//!   ping-pongs (send/recv and RDMA write) at the smallest size with MPI's overhead
-//!   over each;
+//!   ping-pongs (send/recv and RDMA write) at the smallest size, on VIs of the
+//!   reliability MPI uses (reliable delivery), with MPI's overhead over each;
 //! - `hvia mpi bcast --nodes N`: `MPI_Bcast` from rank 0 per size: from the moment all
 //!   ranks left the barrier before it to the moment the last rank has the data;
 //! - `hvia bsp probe --nodes 2,4,...`: the BSP cost parameters `g` and `L` per process
@@ -26,7 +26,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::cli::Outcome;
-use crate::config::{SwitchKind, SystemConfig};
+use crate::config::{SwitchKind, SystemConfig, ViaReliability};
 use crate::pingpong_cli::{parse_iters, parse_sizes, parse_warmup, SizeList};
 use crate::report::Format;
 use crate::system::{run_pingpong, run_spmd, Op, PingPongSpec, RecvPost, RunError};
@@ -226,6 +226,11 @@ pub fn run_mpi(cmd: &MpiCommand, format: Format, cfg: &SystemConfig) -> Outcome 
                 .map(|&s| one_size(&cfg, s, a.iters, a.warmup))
                 .collect();
             let smallest = a.sizes.0.first().copied().unwrap_or(4);
+            // The raw ping-pongs on VIs of the reliability MPI runs on.
+            let mut raw_cfg = cfg.clone();
+            if raw_cfg.via.reliability == ViaReliability::Unreliable {
+                raw_cfg.via.reliability = ViaReliability::ReliableDelivery;
+            }
             let raw: Vec<Result<(f64, RunStats), RunError>> = [Op::SendRecv, Op::RdmaWrite]
                 .par_iter()
                 .map(|&op| {
@@ -237,7 +242,7 @@ pub fn run_mpi(cmd: &MpiCommand, format: Format, cfg: &SystemConfig) -> Outcome 
                         trace: false,
                         recv_post: RecvPost::Timed,
                     };
-                    run_pingpong(&cfg, spec).map(|r| (ns(r.one_way.0), r.stats))
+                    run_pingpong(&raw_cfg, spec).map(|r| (ns(r.one_way.0), r.stats))
                 })
                 .collect();
             let mut totals = Totals::default();
