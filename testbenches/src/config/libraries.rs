@@ -2,8 +2,8 @@
 //! (`vmpi::MpiConfig`, `vbsp::BspConfig`): the one place those keys become parameters.
 
 use super::schema::{MpiRegistration, SystemConfig, ViaReliability};
-use via_abi::bar::Reliability;
 use vbsp::BspConfig;
+use via_abi::bar::Reliability;
 use vmpi::{MpiConfig, Registration};
 
 impl SystemConfig {
