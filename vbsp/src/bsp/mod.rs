@@ -11,9 +11,10 @@
 //!   straight into the remote area during the sync; smaller puts to one destination
 //!   are combined into that destination's one sync message and copied into place by
 //!   the receiver.
-//! - `bsp_get` is a request in the sync message; the owner answers with the bytes as
-//!   they were before any put of the superstep (request and reply: the published card
-//!   has no RDMA read).
+//! - `bsp_get` reads the bytes as they were before any put of the superstep: by RDMA
+//!   read straight from the remote area on a card with it (the `rdma-read` preset), else
+//!   as a request in the sync message that the owner answers (the published card has
+//!   no RDMA read).
 //! - `bsp_send` / `bsp_qsize` / `bsp_get_tag` / `bsp_move`: bulk-synchronous messages,
 //!   delivered at the sync, in source-rank order.
 //! - `bsp_sync`: see `sync` for the rounds.
@@ -99,8 +100,10 @@ pub struct BspStats {
     pub combined_puts: u64,
     /// Puts made by RDMA write.
     pub rdma_puts: u64,
-    /// Gets answered by this process.
+    /// Gets answered by this process (request and reply).
     pub gets_served: u64,
+    /// Gets made by RDMA read (on a card with it).
+    pub rdma_gets: u64,
     /// Sync messages sent (all rounds).
     pub sync_messages: u64,
     /// Syncs that needed rounds 2 and 3.
@@ -120,6 +123,17 @@ struct Area {
 struct RdmaPut {
     /// Offset of the copied bytes in the put buffer.
     at: u64,
+    len: u32,
+    remote_va: u64,
+    remote_handle: MemHandle,
+}
+
+/// A get by RDMA read waiting for its round.
+#[derive(Clone, Copy, Debug)]
+struct ReadGet {
+    /// Offset of its landing place in the get buffer.
+    at: u64,
+    dst: u64,
     len: u32,
     remote_va: u64,
     remote_handle: MemHandle,
@@ -145,6 +159,10 @@ pub struct Bsp {
     rdma: Vec<Vec<RdmaPut>>,
     /// Registered buffer the RDMA puts' bytes are copied into.
     put_buf: (Staging, MemHandle),
+    /// Registered buffer RDMA reads land in, before their copy to the destination.
+    get_buf: (Staging, MemHandle),
+    /// Gets by RDMA read of this superstep, per peer.
+    reads: Vec<Vec<ReadGet>>,
     /// Gets of this superstep by request id: destination, bytes.
     gets: Vec<(u64, u32)>,
     /// Puts and gets to this process itself: (source, destination, bytes), applied at
@@ -186,6 +204,8 @@ impl Bsp {
             out: (0..n).map(|_| Outgoing::default()).collect(),
             rdma: vec![Vec::new(); n],
             put_buf: (Staging::default(), MemHandle::NULL),
+            get_buf: (Staging::default(), MemHandle::NULL),
+            reads: vec![Vec::new(); n],
             gets: Vec::new(),
             local_gets: Vec::new(),
             local_puts: Vec::new(),
@@ -385,6 +405,17 @@ impl Bsp {
             .flatten()
             .ok_or(BspError::NotRegistered(src))?;
         check_range("bsp_get", offset, len, r.2)?;
+        if self.comm.has_rdma_read() {
+            let at = self.get_buf_reserve(u64::from(len)).await?;
+            self.reads[p].push(ReadGet {
+                at,
+                dst,
+                len,
+                remote_va: r.0 + offset,
+                remote_handle: r.1,
+            });
+            return Ok(());
+        }
         let req = u32::try_from(self.gets.len()).unwrap_or(u32::MAX);
         self.gets.push((dst, len));
         let h = RecHeader {
@@ -525,41 +556,69 @@ impl Bsp {
 
     /// Copies `n` bytes at `src` into the registered put buffer; their offset in it.
     async fn put_buf_copy(&mut self, src: u64, n: u64) -> Result<u64, BspError> {
-        let (buf, h) = &mut self.put_buf;
+        let mut buf = std::mem::take(&mut self.put_buf);
+        let r = self.grow_registered(&mut buf, n).await;
+        let r = match r {
+            Ok(()) => buf
+                .0
+                .push_copy(&mut self.comm, &mut self.pool, src, n, 8)
+                .await
+                .map_err(BspError::from),
+            Err(e) => Err(e),
+        };
+        self.put_buf = buf;
+        r
+    }
+
+    /// Room for `n` bytes (8-byte aligned) in the registered get buffer, where an RDMA
+    /// read lands; their offset in it.
+    async fn get_buf_reserve(&mut self, n: u64) -> Result<u64, BspError> {
+        let mut buf = std::mem::take(&mut self.get_buf);
+        let r = self.grow_registered(&mut buf, n).await;
+        let at = buf.0.len;
+        buf.0.len += n.next_multiple_of(8);
+        self.get_buf = buf;
+        r.map(|()| at)
+    }
+
+    /// Makes room for `n` more bytes (padded to 8) in a registered buffer: a larger one
+    /// registered, the bytes so far moved into it, the old one deregistered.
+    async fn grow_registered(
+        &mut self,
+        buf: &mut (Staging, MemHandle),
+        n: u64,
+    ) -> Result<(), BspError> {
         let padded = n.next_multiple_of(8);
-        if buf.len + padded > buf.cap {
-            // Grow: a new registered buffer; puts staged so far move with their bytes.
-            let old = (*buf, *h);
-            let want = (buf.len + padded).max(2 * buf.cap).max(64 * 1024);
-            let (va, cap) = self.pool.take(&mut self.comm, want).await?;
-            if old.0.len > 0 {
-                self.comm
-                    .vipl()
-                    .memcpy(va, old.0.va, old.0.len)
-                    .await
-                    .map_err(|error| MpiError::Vipl {
-                        call: "memcpy",
-                        error,
-                    })?;
-            }
-            let nh = self.comm.register_rdma(va, cap).await?;
-            if old.0.cap > 0 {
-                self.comm.deregister_rdma(old.0.va, old.1).await?;
-                self.pool.give((old.0.va, old.0.cap));
-            }
-            self.put_buf = (
-                Staging {
-                    va,
-                    cap,
-                    len: old.0.len,
-                },
-                nh,
-            );
+        if buf.0.len + padded <= buf.0.cap {
+            return Ok(());
         }
-        let (buf, _) = &mut self.put_buf;
-        Ok(buf
-            .push_copy(&mut self.comm, &mut self.pool, src, n, 8)
-            .await?)
+        let old = *buf;
+        let want = (old.0.len + padded).max(2 * old.0.cap).max(64 * 1024);
+        let (va, cap) = self.pool.take(&mut self.comm, want).await?;
+        if old.0.len > 0 {
+            self.comm
+                .vipl()
+                .memcpy(va, old.0.va, old.0.len)
+                .await
+                .map_err(|error| MpiError::Vipl {
+                    call: "memcpy",
+                    error,
+                })?;
+        }
+        let nh = self.comm.register_rdma(va, cap).await?;
+        if old.0.cap > 0 {
+            self.comm.deregister_rdma(old.0.va, old.1).await?;
+            self.pool.give((old.0.va, old.0.cap));
+        }
+        *buf = (
+            Staging {
+                va,
+                cap,
+                len: old.0.len,
+            },
+            nh,
+        );
+        Ok(())
     }
 }
 

@@ -6,10 +6,12 @@
 //!    and the number of RDMA puts it will make there. Receiving all `p - 1` is a
 //!    barrier, and since every process sees every other's flag "needs rounds 2 and 3"
 //!    (set by gets or RDMA puts), all decide the same way whether more rounds follow.
-//! 2. **Get replies** (when needed). Each process answers the gets it was sent, reading
-//!    its areas before any put of this superstep lands, and sends every peer a message
-//!    (the replies for it, or none). Once a peer's round-2 message is in, that peer has
-//!    read its areas, so this process RDMA-writes its large puts there.
+//! 2. **Gets** (when needed). On a card with RDMA read each process reads what it gets
+//!    straight from the owners' areas and waits for the reads; otherwise it answers the
+//!    gets it was sent. Either way no put of this superstep has landed yet. Then it
+//!    sends every peer a message (the replies for it, or none). Once every peer's
+//!    round-2 message is in, nobody reads any area any more, so this process RDMA-writes
+//!    its large puts.
 //! 3. **Puts done** (when needed). When its RDMA writes have completed (acknowledged
 //!    after placement), a process tells each peer it wrote to; each waits for those
 //!    that announced writes in round 1.
@@ -18,7 +20,7 @@
 //! local puts too, messages are queued for `bsp_move`, and registrations and pops take
 //! effect. An empty superstep costs one round: `p - 1` messages each way.
 
-use super::{Bsp, BspError, BSP_CONTEXT};
+use super::{Bsp, BspError, ReadGet, BSP_CONTEXT};
 use crate::records::{MsgHeader, RecError, RecHeader, RecKind, MSG_HEADER, REC_HEADER};
 use crate::staging::Staging;
 use via_abi::MemHandle;
@@ -50,7 +52,9 @@ impl Bsp {
         self.call_cost().await;
         let me = self.pid();
         let n = self.nprocs();
-        let needs_me = !self.gets.is_empty() || self.rdma.iter().any(|r| !r.is_empty());
+        let needs_me = !self.gets.is_empty()
+            || self.rdma.iter().any(|r| !r.is_empty())
+            || self.reads.iter().any(|r| !r.is_empty());
         let announced: Vec<bool> = self.rdma.iter().map(|r| !r.is_empty()).collect();
         // Round 1: registrations to everyone, then the records built during the step.
         let pushed: Vec<usize> = self.pushed.clone();
@@ -118,6 +122,7 @@ impl Bsp {
         self.gets.clear();
         self.local_stage.len = 0;
         self.put_buf.0.len = 0;
+        self.get_buf.0.len = 0;
         for r in &mut self.rdma {
             r.clear();
         }
@@ -287,8 +292,30 @@ impl Bsp {
         announced: &[bool],
     ) -> Result<(), BspError> {
         let me = self.pid();
-        // Round 2: answer gets (areas as they are before any put lands).
+        // Round 2: gets (areas as they are before any put lands): RDMA reads, waited
+        // for, then copied into place; then the gets this process must answer.
         self.local_gets_now().await?;
+        let reads: Vec<(u16, ReadGet)> = (0..self.nprocs())
+            .flat_map(|p| {
+                std::mem::take(&mut self.reads[usize::from(p)])
+                    .into_iter()
+                    .map(move |r| (p, r))
+            })
+            .collect();
+        for &(p, r) in &reads {
+            let (va, h) = (self.get_buf.0.va + r.at, self.get_buf.1);
+            self.comm
+                .rdma_read(Rank(p), va, h, r.len, r.remote_va, r.remote_handle)
+                .await?;
+        }
+        if !reads.is_empty() {
+            self.comm.flush().await?;
+        }
+        for (_, r) in reads {
+            self.copy(r.dst, self.get_buf.0.va + r.at, u64::from(r.len))
+                .await?;
+            self.stats.rdma_gets += 1;
+        }
         let mut sends = Vec::new();
         for m in inbound.iter().filter(|m| m.peer != me) {
             let recs = self.records(m).await?;
@@ -320,7 +347,8 @@ impl Bsp {
                     .await?,
             );
         }
-        // As each peer's round 2 arrives: its get replies, then our RDMA puts there.
+        // Every peer's round 2 (its get replies; its RDMA reads are done), then our RDMA
+        // puts: a put may land only once nobody reads the area any more.
         for p in (0..self.nprocs()).filter(|&p| p != me) {
             let m = self.receive_from(p, tag2).await?;
             for (h, payload) in self.records(&m).await? {
@@ -338,6 +366,8 @@ impl Bsp {
                 self.copy(dst, payload, u64::from(len.min(h.len))).await?;
             }
             self.pool.give(m.buf);
+        }
+        for p in (0..self.nprocs()).filter(|&p| p != me) {
             for put in std::mem::take(&mut self.rdma[usize::from(p)]) {
                 self.comm
                     .rdma_write(

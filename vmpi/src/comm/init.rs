@@ -84,6 +84,10 @@ impl Comm {
         let mut attrs = ViAttributes::reliable(ptag);
         attrs.reliability_level = cfg.reliability;
         attrs.enable_rdma_write = true;
+        // RDMA read where the card has it (VIA 1.0: only on reliable VIs).
+        let rdma_read =
+            nic_attrs.rdma_read_support && cfg.reliability != via_abi::bar::Reliability::Unreliable;
+        attrs.enable_rdma_read = rdma_read;
         attrs.max_transfer_size = nic_attrs.max_transfer_size;
         let mut peers = Vec::with_capacity(usize::from(size));
         let mut vi_peer = BTreeMap::new();
@@ -145,6 +149,7 @@ impl Comm {
             coll_seq: 0,
             scratch_free: Vec::new(),
             finalizing: false,
+            rdma_read,
             in_actions: false,
             stats: super::MpiStats::default(),
         };

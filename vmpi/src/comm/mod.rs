@@ -253,6 +253,8 @@ pub struct Comm {
     coll_seq: u64,
     /// Scratch buffers of the collectives, free for reuse (address, bytes).
     scratch_free: Vec<(u64, u64)>,
+    /// Whether the VIs and RDMA areas allow RDMA read (the card has it).
+    rdma_read: bool,
     /// Whether `MPI_Finalize` has begun (a peer's disconnect is expected).
     finalizing: bool,
     /// Whether actions are being carried out (progress made meanwhile only queues).
@@ -271,6 +273,13 @@ impl Comm {
     #[must_use]
     pub fn size(&self) -> u16 {
         self.size
+    }
+
+    /// Whether RDMA read is available ([`Comm::rdma_read`]): the card has it and the VIs
+    /// are reliable.
+    #[must_use]
+    pub fn has_rdma_read(&self) -> bool {
+        self.rdma_read
     }
 
     /// The library's settings.

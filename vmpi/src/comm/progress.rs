@@ -16,7 +16,7 @@ use crate::p2p::{Action, Payload, RecvId};
 use crate::types::Rank;
 use crate::wire::{Header, HEADER_LEN};
 use host_driver::vipl::descriptor::{
-    data_segment, rdma_write_descriptor, recv_descriptor, send_descriptor,
+    data_segment, rdma_read_descriptor, rdma_write_descriptor, recv_descriptor, send_descriptor,
 };
 use host_driver::vipl::{CqCompletion, Timeout, VipError, VipMemAttributes};
 use via_abi::{CompletedOp, MemHandle, Status, WorkQueue};
@@ -403,6 +403,34 @@ impl Comm {
             .await
     }
 
+    /// RDMA-reads `len` bytes at `remote_va` of `peer` (registered there under
+    /// `remote_h` with RDMA read enabled) into `va` (registered under `h`); only on a
+    /// card with RDMA read ([`Comm::has_rdma_read`]). [`Comm::flush`] waits for it: the
+    /// bytes have landed when it returns.
+    ///
+    /// # Errors
+    /// No RDMA read on this card, a rank with no VI; what the progress met.
+    pub async fn rdma_read(
+        &mut self,
+        peer: Rank,
+        va: u64,
+        h: MemHandle,
+        len: u32,
+        remote_va: u64,
+        remote_h: MemHandle,
+    ) -> Result<(), MpiError> {
+        if !self.rdma_read {
+            return Err(MpiError::Argument("RDMA read on a card without it"));
+        }
+        if self.peer(peer).is_none() {
+            return Err(MpiError::Argument("RDMA read from a rank with no VI"));
+        }
+        let slot = self.send_slot().await?;
+        let d = rdma_read_descriptor(vec![data_segment(va, h, len)], remote_va, remote_h);
+        self.post_send(peer, slot, d, Posted::Message { slot })
+            .await
+    }
+
     /// Waits until every send and RDMA write this process posted has completed on the
     /// card (under a reliable level: acknowledged by the peer, its bytes placed).
     ///
@@ -412,8 +440,8 @@ impl Comm {
         self.drain_sends("flush").await
     }
 
-    /// Registers `[va, va + len)` for RDMA writes from peers (`VipRegisterMem` with the
-    /// process's tag, RDMA write enabled).
+    /// Registers `[va, va + len)` for RDMA writes from peers, and RDMA reads when the
+    /// card has them (`VipRegisterMem` with the process's tag).
     ///
     /// # Errors
     /// What `VipRegisterMem` returns.
@@ -421,7 +449,7 @@ impl Comm {
         let attrs = VipMemAttributes {
             ptag: self.ptag,
             enable_rdma_write: true,
-            enable_rdma_read: false,
+            enable_rdma_read: self.rdma_read,
         };
         self.vipl
             .vip_register_mem(self.nic, va, len.max(1), &attrs)
