@@ -134,6 +134,11 @@ fn superstep_on(preset: &str, reads: bool) {
                 if s.rdma_puts != 1 || s.combined_puts != 3 || s.long_syncs != 1 {
                     return Err(bad("puts not combined or not by RDMA"));
                 }
+                let by_read = (s.rdma_gets, s.gets_served) == (1, 0);
+                let by_reply = (s.rdma_gets, s.gets_served) == (0, 1);
+                if (reads && !by_read) || (!reads && !by_reply) {
+                    return Err(bad("the get did not go the card's way"));
+                }
                 // An empty superstep: one round.
                 b.sync().await.map_err(err)?;
                 if b.stats().long_syncs != 1 {
