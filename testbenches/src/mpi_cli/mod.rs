@@ -125,6 +125,26 @@ impl Totals {
     }
 }
 
+/// The results of parallel runs in order, their totals added; or the first failure as
+/// the command's outcome (exit 1).
+fn gather<T>(
+    cmd: &str,
+    runs: Vec<Result<(T, RunStats), RunError>>,
+    totals: &mut Totals,
+) -> Result<Vec<T>, Outcome> {
+    let mut out = Vec::with_capacity(runs.len());
+    for r in runs {
+        match r {
+            Ok((v, st)) => {
+                totals.add(&st);
+                out.push(v);
+            }
+            Err(e) => return Err(failed(cmd, &e)),
+        }
+    }
+    Ok(out)
+}
+
 fn failed(cmd: &str, e: &RunError) -> Outcome {
     Outcome {
         stdout: String::new(),
@@ -246,26 +266,14 @@ pub fn run_mpi(cmd: &MpiCommand, format: Format, cfg: &SystemConfig) -> Outcome 
                 })
                 .collect();
             let mut totals = Totals::default();
-            let mut ok_rows = Vec::new();
-            for r in rows {
-                match r {
-                    Ok((row, st)) => {
-                        totals.add(&st);
-                        ok_rows.push(row);
-                    }
-                    Err(e) => return failed("mpi pingpong", &e),
-                }
-            }
-            let mut raw_ns = Vec::new();
-            for r in raw {
-                match r {
-                    Ok((v, st)) => {
-                        totals.add(&st);
-                        raw_ns.push(v);
-                    }
-                    Err(e) => return failed("mpi pingpong", &e),
-                }
-            }
+            let ok_rows = match gather("mpi pingpong", rows, &mut totals) {
+                Ok(v) => v,
+                Err(o) => return o,
+            };
+            let raw_ns = match gather("mpi pingpong", raw, &mut totals) {
+                Ok(v) => v,
+                Err(o) => return o,
+            };
             let wall = start.elapsed().as_secs_f64();
             Outcome::ok(out::mpi_pingpong(
                 format,
@@ -365,16 +373,10 @@ pub fn run_bsp(cmd: &BspCommand, format: Format, cfg: &SystemConfig) -> Outcome 
                 })
                 .collect();
             let mut totals = Totals::default();
-            let mut rows = Vec::new();
-            for r in runs {
-                match r {
-                    Ok((row, st)) => {
-                        totals.add(&st);
-                        rows.push(row);
-                    }
-                    Err(e) => return failed("bsp probe", &e),
-                }
-            }
+            let rows = match gather("bsp probe", runs, &mut totals) {
+                Ok(v) => v,
+                Err(o) => return o,
+            };
             let wall = start.elapsed().as_secs_f64();
             let mut o = Outcome::ok(out::bsp_probe(format, &rows, totals, wall));
             o.stderr = notes;
@@ -428,16 +430,10 @@ pub fn run_bsp(cmd: &BspCommand, format: Format, cfg: &SystemConfig) -> Outcome 
                 })
                 .collect();
             let mut totals = Totals::default();
-            let mut rows = Vec::new();
-            for r in runs {
-                match r {
-                    Ok((row, st)) => {
-                        totals.add(&st);
-                        rows.push(row);
-                    }
-                    Err(e) => return failed("bsp lu", &e),
-                }
-            }
+            let rows = match gather("bsp lu", runs, &mut totals) {
+                Ok(v) => v,
+                Err(o) => return o,
+            };
             let wall = start.elapsed().as_secs_f64();
             let mut o = Outcome::ok(out::bsp_lu(format, &rows, totals, wall));
             o.stderr = note;
