@@ -219,9 +219,9 @@ pub struct ConnectionPlan {
     pub target: (u64, MemHandle, u32),
     /// Largest transfer the VI must carry \[bytes\].
     pub max_transfer: u32,
-    /// A data receive to post before connecting: descriptor at `ctl + RECV_DESC` for
-    /// the segment (VA, handle, length).
-    pub data_recv: Option<(u64, MemHandle, u32)>,
+    /// A data receive to post before connecting (after the set-up message's): the
+    /// descriptor's VA and handle, and its segment (VA, handle, length).
+    pub data_recv: Option<((u64, MemHandle), (u64, MemHandle, u32))>,
 }
 
 /// The per-connection part of a set-up: creates a VI, posts the receive of the peer's
@@ -256,12 +256,12 @@ pub async fn connect_peer(
     vipl.vip_post_recv(vi, ctl + INFO_RECV_DESC, ctl_mh)
         .await
         .call("VipPostRecv")?;
-    if let Some((va, mh, len)) = plan.data_recv {
+    if let Some(((desc, desc_mh), (va, mh, len))) = plan.data_recv {
         let data_recv = recv_descriptor(vec![data_segment(va, mh, len)]);
-        vipl.build_descriptor(ctl + RECV_DESC, &data_recv)
+        vipl.build_descriptor(desc, &data_recv)
             .await
             .call("build")?;
-        vipl.vip_post_recv(vi, ctl + RECV_DESC, ctl_mh)
+        vipl.vip_post_recv(vi, desc, desc_mh)
             .await
             .call("VipPostRecv")?;
     }
@@ -322,7 +322,7 @@ pub async fn setup(
         ctl: (ctl, ctl_mh),
         target: (dst, dst_mh, len),
         max_transfer: len,
-        data_recv: post_data_recv.then_some((dst, dst_mh, len)),
+        data_recv: post_data_recv.then_some(((ctl + RECV_DESC, ctl_mh), (dst, dst_mh, len))),
     };
     let (vi, (peer_va, peer_mh, peer_len)) = connect_peer(vipl, &open, p, role, &plan).await?;
     if peer_len != len {

@@ -415,6 +415,15 @@ impl System {
         }
     }
 
+    /// The switch, if the topology has one.
+    #[must_use]
+    pub fn switch(&self) -> Option<&gige_mac::switch::Switch> {
+        self.world.iter().find_map(|(_, c)| match c {
+            Comp::Switch(s) => Some(&**s),
+            _ => None,
+        })
+    }
+
     /// What the faults did on the wire node `n` sends into (direction `n` to the other
     /// node); zeros when `[faults]` leaves that direction without faults.
     #[must_use]
