@@ -616,3 +616,28 @@ async fn close(vipl: &mut Vipl, open: &OpenNic, regions: &[(u64, MemHandle)]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pair_of_64_nodes_has_its_own_discriminator() {
+        let mut seen = std::collections::BTreeSet::new();
+        for a in 0..64 {
+            for b in a + 1..64 {
+                assert_eq!(mesh_discriminator(a, b), mesh_discriminator(b, a));
+                assert!(seen.insert(mesh_discriminator(a, b)), "({a}, {b})");
+            }
+        }
+        // None is the two-node programs' discriminator.
+        assert!(!seen.contains(&0x5649_4121));
+    }
+
+    #[test]
+    fn record_indices_give_back_peer_and_message() {
+        for (peer, i) in [(0, 0), (63, 100_000), (5, MESH_STRIDE - 1)] {
+            assert_eq!(mesh_peer_message(mesh_index(peer, i)), (peer, i));
+        }
+    }
+}
