@@ -202,12 +202,17 @@ pub fn run(
     if let Some(path) = &args.plot {
         let plot = crate::traffic_plot::TrafficPlot {
             title: format!(
-                "hvia traffic {}: {} nodes, {} messages of {} bytes, window {}",
+                "hvia traffic {}: {} nodes, {} messages of {} bytes, window {}{}",
                 pattern_name(args.pattern),
                 args.nodes,
                 args.messages(),
                 args.size,
-                args.window
+                args.window,
+                figures
+                    .accounting
+                    .map_or(String::new(), |(sent, _, lost)| format!(
+                        "; {lost} of {sent} lost"
+                    ))
             ),
             nodes: figures
                 .per_node

@@ -5,6 +5,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 
 /// The font family every text uses (registered by `pingpong_cli::plot::fonts`).
@@ -92,22 +93,28 @@ fn bars<DB: DrawingBackend>(
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..n as f64, 0.0..top)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..top)
         .map_err(err)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_desc("node")
         .y_desc("MB/s")
-        .x_labels(n.min(16))
-        .x_label_formatter(&|v| format!("{}", v.floor()))
+        .x_labels(n.min(17))
+        .x_label_formatter(&|v| {
+            if (v - v.round()).abs() < 1e-6 && *v >= 0.0 {
+                format!("{}", v.round())
+            } else {
+                String::new()
+            }
+        })
         .label_style((FONT, 14))
         .draw()
         .map_err(err)?;
     let w = 0.38;
     chart
         .draw_series(nodes.iter().map(|&(k, r, _)| {
-            let x = k as f64 + 0.1;
+            let x = k as f64 - w;
             Rectangle::new([(x, 0.0), (x + w, r)], RECEIVED.filled())
         }))
         .map_err(err)?
@@ -115,7 +122,7 @@ fn bars<DB: DrawingBackend>(
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], RECEIVED.filled()));
     chart
         .draw_series(nodes.iter().map(|&(k, _, s)| {
-            let x = k as f64 + 0.1 + w;
+            let x = k as f64;
             Rectangle::new([(x, 0.0), (x + w, s)], SENT.filled())
         }))
         .map_err(err)?
@@ -166,11 +173,17 @@ fn cdf<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, lat: &[u64]) -> Result
                 BLACK.mix(0.5).stroke_width(1),
             )))
             .map_err(err)?;
+        // Left of the line in the right part of the panel, so it stays inside.
+        let anchor = if v > max * 0.6 {
+            Pos::new(HPos::Right, VPos::Bottom)
+        } else {
+            Pos::new(HPos::Left, VPos::Bottom)
+        };
         chart
             .draw_series(std::iter::once(Text::new(
-                format!("{label} {v:.0} us"),
+                format!(" {label} {v:.0} us "),
                 (v, q),
-                (FONT, 13),
+                TextStyle::from((FONT, 13)).pos(anchor),
             )))
             .map_err(err)?;
     }

@@ -210,18 +210,21 @@ pub async fn alloc_registered(
     Ok((va, mh))
 }
 
+/// A registered buffer: VA, memory handle, length.
+pub type Segment = (u64, MemHandle, u32);
+
 /// One connection of a set-up: the registered memory it uses and how to reach the peer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionPlan {
     /// Control region (see the module doc; only the set-up slots are used here).
     pub ctl: (u64, MemHandle),
     /// The RDMA target this side offers the peer: VA, handle, length (0: none).
-    pub target: (u64, MemHandle, u32),
+    pub target: Segment,
     /// Largest transfer the VI must carry \[bytes\].
     pub max_transfer: u32,
     /// A data receive to post before connecting (after the set-up message's): the
     /// descriptor's VA and handle, and its segment (VA, handle, length).
-    pub data_recv: Option<((u64, MemHandle), (u64, MemHandle, u32))>,
+    pub data_recv: Option<((u64, MemHandle), Segment)>,
 }
 
 /// The per-connection part of a set-up: creates a VI, posts the receive of the peer's
@@ -239,7 +242,7 @@ pub async fn connect_peer(
     p: &PingPongParams,
     role: Role,
     plan: &ConnectionPlan,
-) -> Result<(ViHandle, (u64, MemHandle, u32)), ProgramError> {
+) -> Result<(ViHandle, Segment), ProgramError> {
     let (ctl, ctl_mh) = plan.ctl;
     let mut attrs = ViAttributes::reliable(open.ptag);
     attrs.reliability_level = p.reliability;
