@@ -416,13 +416,14 @@ async fn start_barrier(
     timeout: Timeout,
 ) -> Result<(), ProgramError> {
     let n = u32::try_from(m.macs.len()).unwrap_or(u32::MAX);
-    let send = |vipl: &mut Vipl, peer: u32| {
+    // The barrier message to or from `peer`: its send descriptor, built.
+    let send = |peer: u32| {
         let at = slot(peer);
         let desc = send_descriptor(
             vec![data_segment(at + 2 * DESC_SLOT, mh, BARRIER_BYTES)],
             None,
         );
-        (at + DESC_SLOT, desc, vipl.now())
+        (at + DESC_SLOT, desc)
     };
     if m.rank == 0 {
         if u32::try_from(vis.len()).unwrap_or(0) + 1 != n {
@@ -434,7 +435,7 @@ async fn start_barrier(
             recv_wait(vipl, vi, timeout).await?;
         }
         for &(peer, vi) in vis {
-            let (va, desc, _) = send(vipl, peer);
+            let (va, desc) = send(peer);
             vipl.build_descriptor(va, &desc).await.call("build")?;
             post_send_and_wait(vipl, vi, va, mh, timeout).await?;
         }
@@ -444,7 +445,7 @@ async fn start_barrier(
                 "every node needs a connection to node 0 (the start barrier)",
             ));
         };
-        let (va, desc, _) = send(vipl, 0);
+        let (va, desc) = send(0);
         vipl.build_descriptor(va, &desc).await.call("build")?;
         post_send_and_wait(vipl, vi, va, mh, timeout).await?;
         recv_wait(vipl, vi, timeout).await?;
