@@ -5,7 +5,7 @@
 //! `simulation` block (README, "Simulation speed"). The kernel alone is benchmarked in
 //! sim-kernel. `all_to_all_16` is the scale target: 16 nodes behind the
 //! store-and-forward switch, every node streaming 4 messages of 64 KiB to every other
-//! (`hvia traffic --pattern all-to-all --nodes 16 --size 65536`), one sample (about 6 s
+//! (`hvia traffic --pattern all-to-all --nodes 16 --size 65536`), one sample (about 9 s
 //! of CPU time on the machine of the README's figure).
 
 use testbenches::config::{SimStepping, SystemConfig};

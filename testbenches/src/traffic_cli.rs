@@ -19,7 +19,7 @@ use std::time::Instant;
 use crate::cli::Outcome;
 use crate::config::SystemConfig;
 use crate::report::{columns, csv, Format};
-use crate::system::mesh::{run_mesh, MeshPattern, MeshRun, QUIET};
+use crate::system::mesh::{quiet_time, run_mesh, MeshPattern, MeshRun};
 use crate::system::traffic::{run_bidirectional, run_stream, StreamRun};
 use crate::system::Delivery;
 use host_driver::programs::StreamParams;
@@ -183,9 +183,14 @@ pub fn run(
     let result = match args.pattern {
         Pattern::Bidirectional => run_bidirectional(&cfg, s).map(|(a, b)| Figures::both(&a, &b)),
         Pattern::Stream => run_stream(&cfg, s).map(|r| Figures::one(&r)),
-        Pattern::Incast => run_mesh(&cfg, MeshPattern::Incast, s, QUIET).map(|r| Figures::mesh(&r)),
-        Pattern::AllToAll => {
-            run_mesh(&cfg, MeshPattern::AllToAll, s, QUIET).map(|r| Figures::mesh(&r))
+        Pattern::Incast | Pattern::AllToAll => {
+            let m = if args.pattern == Pattern::Incast {
+                MeshPattern::Incast
+            } else {
+                MeshPattern::AllToAll
+            };
+            let quiet = quiet_time(args.nodes, s);
+            run_mesh(&cfg, m, s, quiet).map(|r| Figures::mesh(&r))
         }
     };
     let figures = match result {

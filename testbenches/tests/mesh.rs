@@ -121,3 +121,15 @@ fn a_lost_message_is_counted_and_the_run_ends() {
     assert_eq!(run.lost_messages(), run.delivery.lost);
     assert!(run.received_messages() > 0);
 }
+
+#[test]
+fn the_quiet_time_covers_what_can_be_in_flight_to_one_receiver() {
+    use testbenches::system::mesh::quiet_time;
+    // 16 nodes: 15 senders, min(8, 4) = 4 messages of 64 KiB each, 8 ns a byte.
+    let q = quiet_time(16, stream(65536, 4, 8));
+    assert_eq!(q.as_ps(), QUIET.as_ps() + 15 * 4 * 65536 * 8_000);
+    assert_eq!(
+        quiet_time(2, stream(1, 1, 1)).as_ps(),
+        QUIET.as_ps() + 8_000
+    );
+}

@@ -30,7 +30,13 @@
 //! lost (or takes those whose flag is there). When no message at all arrived for
 //! `quiet` (the caller's `wait_timeout`), the senders are done or can no longer get
 //! through: the receiver scans once more and counts what is still missing as lost. It
-//! never waits for ever on a message that will not come. (A flag is `i % 255 + 1`, so a
+//! never waits for ever on a message that will not come. A sender whose receiver has
+//! given up (and disconnected: `VipPostSend` finds the VI no longer connected) sends no
+//! more on that VI. The ring has no credit flow back to the sender: a slot is reused once
+//! the send that last used it completed (its frames left the card), so a receiver that
+//! falls `window` messages behind a sender finds a message overwritten before it read
+//! it, and counts it lost too although its card delivered it (`lost_messages` then
+//! exceeds the cards' `delivery.lost`). (A flag is `i % 255 + 1`, so a
 //! ring byte is ambiguous only after 255 / slots losses in a row in one slot.)
 //!
 //! **Records** (one [`ProgramReport`]): a sent message's record has `verified_bytes`
@@ -308,9 +314,17 @@ pub async fn mesh_node(mut vipl: Vipl, p: PingPongParams, m: MeshParams) -> Prog
             reap(&mut vipl, o, &mut report, false).await?;
             if o.pending.len() < slots as usize {
                 let i = o.posted;
-                let rec = post(&mut vipl, o, &s, slots, m.rank, i, p.touch_data).await?;
-                report.iterations.push(rec);
-                o.pending.push_back(report.iterations.len() - 1);
+                match post(&mut vipl, o, &s, slots, m.rank, i, p.touch_data).await? {
+                    Some(rec) => {
+                        report.iterations.push(rec);
+                        o.pending.push_back(report.iterations.len() - 1);
+                    }
+                    None => {
+                        // The receiver gave up and disconnected (see the module doc):
+                        // the rest of this stream is not sent; it counts them lost.
+                        tracing::warn!(target: "host::mesh", rank = m.rank, peer = o.peer, unsent = s.messages - i, "the receiver disconnected: the rest of the stream is not sent");
+                    }
+                }
                 o.posted += 1;
                 post_at += 1;
                 continue;
@@ -497,7 +511,8 @@ async fn reap(
 }
 
 /// Fills slot `i % slots` of `o`'s ring with message `i` and posts its RDMA write to
-/// the same slot of the peer's ring; the record starts (and ends) at the post.
+/// the same slot of the peer's ring; the record starts (and ends) at the post. `None`:
+/// the VI is no longer connected (the receiver gave up and disconnected).
 async fn post(
     vipl: &mut Vipl,
     o: &Out,
@@ -506,7 +521,7 @@ async fn post(
     rank: u32,
     i: u32,
     touch: bool,
-) -> Result<IterationRecord, ProgramError> {
+) -> Result<Option<IterationRecord>, ProgramError> {
     let size = u64::from(s.size);
     let slot = u64::from(i % slots);
     let at = o.src.0 + slot * size;
@@ -528,17 +543,24 @@ async fn post(
     let desc_va = o.descs.0 + slot * DESC_SLOT;
     vipl.build_descriptor(desc_va, &desc).await.call("build")?;
     let start = vipl.now();
-    vipl.vip_post_send(o.vi, desc_va, o.descs.1)
-        .await
-        .call("VipPostSend")?;
-    Ok(IterationRecord {
+    match vipl.vip_post_send(o.vi, desc_va, o.descs.1).await {
+        Ok(()) => {}
+        Err(VipError::InvalidState) => return Ok(None),
+        Err(error) => {
+            return Err(ProgramError::Vipl {
+                call: "VipPostSend",
+                error,
+            })
+        }
+    }
+    Ok(Some(IterationRecord {
         index: mesh_index(o.peer, i),
         bytes: s.size,
         start,
         end: start,
         verified_bytes: 0,
         warmup: false,
-    })
+    }))
 }
 
 /// Reads the flag byte of every slot of `r`'s ring (costed loads) and finds the latest

@@ -8,8 +8,11 @@
 //! message it never saw is counted lost (`lost_messages`): on unreliable VIs the card
 //! fails a message one of whose frames was dropped, and the receiving program gives up
 //! on it once a later message of the same sender has landed, or once nothing at all has
-//! arrived for the quiet time (`quiet`, 10 ms by default: far above the gap between two
-//! messages of a healthy stream, even behind PAUSE). So nothing is silently missing:
+//! arrived for the quiet time (`quiet`; `hvia traffic` uses [`quiet_time`]: 10 ms plus
+//! the wire time of everything that can be in flight to one receiver, far above the gap
+//! between two whole messages of a healthy stream, even behind PAUSE). A message
+//! overwritten in its ring slot before the receiver read it (the ring has no credit
+//! flow back, see `mesh_node`) is counted lost too. So nothing is silently missing:
 //! `received_messages + lost_messages` is every message sent. A run that cannot go on
 //! (a connection that never comes, a send that never completes) stops with the stall
 //! diagnosis.
@@ -31,6 +34,18 @@ use crate::config::SystemConfig;
 /// The quiet time after which a receiver counts what is missing as lost (see the
 /// module doc).
 pub const QUIET: Duration = Duration::from_ns(10_000_000);
+
+/// The quiet time for a run over `n` nodes: [`QUIET`] plus the wire time at 1 Gb/s
+/// (8 ns a byte) of everything that can be in flight to one receiver at once (in incast
+/// and all-to-all a receiver has N-1 senders, each with `min(window, messages)`
+/// messages of `size` outstanding): with many senders sharing one port, a receiver may
+/// wait that long for its next whole message while every sender progresses.
+#[must_use]
+pub fn quiet_time(n: u32, s: StreamParams) -> Duration {
+    let senders = u64::from(n.saturating_sub(1));
+    let bytes = senders * u64::from(s.window.min(s.messages)) * u64::from(s.size);
+    Duration::from_ns(QUIET.as_ps() / 1000 + bytes.saturating_mul(8))
+}
 
 /// Which many-node pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
