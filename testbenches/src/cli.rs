@@ -107,7 +107,8 @@ pub enum Command {
     /// unsharded report (printed as JSON).
     Merge(MergeArgs),
     /// Traffic patterns beyond the ping-pong: `--pattern stream` (one-way bandwidth with
-    /// a window of outstanding descriptors, latency percentiles per message).
+    /// a window of outstanding descriptors, latency percentiles per message),
+    /// `bidirectional`, `incast` (N-1 nodes to node 0) and `all-to-all`.
     Traffic(crate::traffic_cli::TrafficArgs),
     /// MPI over VIPL (vmpi) on the simulated cluster: `pingpong` (latency, bandwidth
     /// and protocol per size, overhead over raw VIPL), `bcast --nodes N`.

@@ -27,4 +27,5 @@ pub mod runinfo;
 pub mod stats;
 pub mod system;
 pub mod traffic_cli;
+pub mod traffic_plot;
 pub mod validate;

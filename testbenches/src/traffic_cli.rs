@@ -1,12 +1,16 @@
-//! `hvia traffic`: traffic patterns beyond the ping-pong. Built today: `--pattern
-//! stream` (one-way bandwidth from node 0 to node 1 with `--window` descriptors
-//! outstanding, `--messages` of `--size` bytes; see [`crate::system::traffic`]) and
-//! `--pattern bidirectional` (the same both ways at once). The other patterns of the CLI
-//! contract (`incast`, `all-to-all`) are accepted by the parser and refused with exit 2
-//! until they are built. Output: a table,
-//! the contract's JSON (`pattern`, `nodes`, `size_bytes`, `aggregate_bandwidth_mb_s`,
-//! `per_node`, `latency_ns` {`p50`, `p99`, `max`}, `pause_frames`, `drops`,
-//! `simulation`, plus `delivery`), or CSV (one row per node).
+//! `hvia traffic`: traffic patterns beyond the ping-pong: `--pattern stream` (one-way
+//! bandwidth from node 0 to node 1 with `--window` descriptors outstanding, `--messages`
+//! of `--size` bytes; see [`crate::system::traffic`]), `--pattern bidirectional` (the
+//! same both ways at once), `--pattern incast` (nodes 1 .. N-1 each stream to node 0)
+//! and `--pattern all-to-all` (every node to every other; see
+//! [`crate::system::mesh`]). `--nodes N` sets `topology.nodes`; more than 2 nodes with
+//! no switch configured get the store-and-forward switch (a note on stderr says so).
+//! Output: a table, the contract's JSON (`pattern`, `nodes`, `size_bytes`,
+//! `aggregate_bandwidth_mb_s`, `per_node`, `latency_ns` {`p50`, `p99`, `max`},
+//! `pause_frames`, `drops`, `simulation`, plus `delivery`, and for incast and
+//! all-to-all the message accounting `expected_messages`, `received_messages`,
+//! `lost_messages`), or CSV (one row per node); `--plot FILE.svg|.png` draws each
+//! node's bandwidth and the latency distribution ([`crate::traffic_plot`]).
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -15,9 +19,11 @@ use std::time::Instant;
 use crate::cli::Outcome;
 use crate::config::SystemConfig;
 use crate::report::{columns, csv, Format};
+use crate::system::mesh::{quiet_time, run_mesh, MeshPattern, MeshRun};
 use crate::system::traffic::{run_bidirectional, run_stream, StreamRun};
 use crate::system::Delivery;
 use host_driver::programs::StreamParams;
+use std::path::PathBuf;
 
 /// The traffic patterns of the contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -26,9 +32,9 @@ pub enum Pattern {
     Stream,
     /// Both directions at once between nodes 0 and 1.
     Bidirectional,
-    /// N-1 senders to one receiver (not built yet).
+    /// Nodes 1 .. N-1 each stream to node 0.
     Incast,
-    /// Every node to every other (not built yet).
+    /// Every node streams to every other.
     AllToAll,
 }
 
@@ -38,18 +44,35 @@ pub struct TrafficArgs {
     /// The pattern.
     #[arg(long, value_enum)]
     pub pattern: Pattern,
-    /// Nodes (2 .. 64): sets `topology.nodes`; more than 2 need `topology.switch`.
+    /// Nodes (2 .. 64): sets `topology.nodes`; with more than 2 and no switch
+    /// configured, `topology.switch=store-and-forward` is used.
     #[arg(long, default_value_t = 2)]
     pub nodes: u32,
     /// Bytes of each message (1 .. 16777216).
     #[arg(long, default_value_t = 65536, value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
     pub size: u32,
-    /// Messages to send (1 .. 100000).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub messages: u32,
+    /// Messages to send, per sender and receiver pair (1 .. 100000; default 100 for
+    /// stream and bidirectional, 20 for incast, 4 for all-to-all).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub messages: Option<u32>,
     /// Descriptors outstanding at most (1 .. 64).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub window: u32,
+    /// Draw each node's bandwidth and the latency distribution (FILE.svg or FILE.png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+impl TrafficArgs {
+    /// Messages per pair: `--messages`, or the pattern's default.
+    #[must_use]
+    pub fn messages(&self) -> u32 {
+        self.messages.unwrap_or(match self.pattern {
+            Pattern::Stream | Pattern::Bidirectional => 100,
+            Pattern::Incast => 20,
+            Pattern::AllToAll => 4,
+        })
+    }
 }
 
 /// Bad input to `hvia traffic` (exit 2).
@@ -74,6 +97,12 @@ struct PerNode {
     received_messages: usize,
     received_bytes: u64,
     bandwidth_mb_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    send_bandwidth_mb_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lost_messages: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pause_frames: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -102,6 +131,12 @@ struct Json<'a> {
     latency_ns: Latency,
     pause_frames: u64,
     drops: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected_messages: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    received_messages: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lost_messages: Option<u64>,
     delivery: &'a Delivery,
     simulation: Simulation,
 }
@@ -115,15 +150,11 @@ pub fn run(
     format: Format,
     cfg: &SystemConfig,
 ) -> Result<Outcome, TrafficError> {
-    if !matches!(args.pattern, Pattern::Stream | Pattern::Bidirectional) {
-        return Err(TrafficError::Input {
-            option: "--pattern",
-            message: format!(
-                "{:?} is not built yet: `stream` and `bidirectional` run today",
-                args.pattern
-            )
-            .to_lowercase(),
-        });
+    if let Some(p) = &args.plot {
+        crate::traffic_plot::kind_of(p).map_err(|message| TrafficError::Input {
+            option: "--plot",
+            message,
+        })?;
     }
     let mut cfg = cfg.clone();
     cfg.apply_set(&format!("topology.nodes={}", args.nodes))
@@ -131,31 +162,87 @@ pub fn run(
             option: "--nodes",
             message: e.to_string(),
         })?;
+    let mut note = String::new();
+    if args.nodes > 2 && cfg.topology.switch == crate::config::SwitchKind::None {
+        cfg.topology.switch = crate::config::SwitchKind::StoreAndForward;
+        note = format!(
+            "hvia traffic: {} nodes need a switch: using topology.switch=store-and-forward\n",
+            args.nodes
+        );
+    }
     cfg.validate().map_err(|e| TrafficError::Input {
         option: "--nodes",
         message: e.to_string(),
     })?;
     let s = StreamParams {
         size: args.size,
-        messages: args.messages,
+        messages: args.messages(),
         window: args.window,
     };
     let start = Instant::now();
     let result = match args.pattern {
         Pattern::Bidirectional => run_bidirectional(&cfg, s).map(|(a, b)| Figures::both(&a, &b)),
-        _ => run_stream(&cfg, s).map(|r| Figures::one(&r)),
+        Pattern::Stream => run_stream(&cfg, s).map(|r| Figures::one(&r)),
+        Pattern::Incast | Pattern::AllToAll => {
+            let m = if args.pattern == Pattern::Incast {
+                MeshPattern::Incast
+            } else {
+                MeshPattern::AllToAll
+            };
+            let quiet = quiet_time(args.nodes, s);
+            run_mesh(&cfg, m, s, quiet).map(|r| Figures::mesh(&r))
+        }
     };
     let figures = match result {
         Ok(f) => f,
         Err(e) => {
             return Ok(Outcome {
                 stdout: String::new(),
-                stderr: format!("hvia traffic: the simulation failed: {e}\n"),
+                stderr: format!("{note}hvia traffic: the simulation failed: {e}\n"),
                 status: 1,
             })
         }
     };
     let wall = start.elapsed().as_secs_f64();
+    if let Some(path) = &args.plot {
+        let plot = crate::traffic_plot::TrafficPlot {
+            title: format!(
+                "hvia traffic {}: {} nodes, {} messages of {} bytes, window {}{}",
+                pattern_name(args.pattern),
+                args.nodes,
+                args.messages(),
+                args.size,
+                args.window,
+                figures
+                    .accounting
+                    .map_or(String::new(), |(sent, _, lost)| format!(
+                        "; {lost} of {sent} lost"
+                    ))
+            ),
+            nodes: figures
+                .per_node
+                .iter()
+                .map(|n| {
+                    (
+                        n.node,
+                        n.bandwidth_mb_s,
+                        n.send_bandwidth_mb_s.unwrap_or(0.0),
+                    )
+                })
+                .collect(),
+            latencies_ps: &figures.latencies_ps,
+        };
+        if let Err(e) = crate::traffic_plot::draw(path, &plot) {
+            return Ok(Outcome {
+                stdout: String::new(),
+                stderr: format!(
+                    "{note}hvia traffic: --plot: {}: cannot be written: {e}\n",
+                    path.display()
+                ),
+                status: 2,
+            });
+        }
+    }
     let stdout = match format {
         Format::Json => json(args, &figures, wall),
         Format::Csv => csv_doc(&figures),
@@ -163,7 +250,7 @@ pub fn run(
     };
     Ok(Outcome {
         stdout,
-        stderr: String::new(),
+        stderr: note,
         status: 0,
     })
 }
@@ -177,9 +264,41 @@ struct Figures {
     pause_frames: u64,
     delivery: Delivery,
     stats: sim_kernel::RunStats,
+    /// Incast and all-to-all: messages sent, seen, and counted lost.
+    accounting: Option<(u64, u64, u64)>,
 }
 
 impl Figures {
+    fn mesh(r: &MeshRun) -> Self {
+        Self {
+            per_node: r
+                .per_node
+                .iter()
+                .map(|n| PerNode {
+                    node: n.node,
+                    sent_messages: usize::try_from(n.sent_messages).unwrap_or(usize::MAX),
+                    sent_bytes: n.sent_bytes,
+                    received_messages: usize::try_from(n.received_messages).unwrap_or(usize::MAX),
+                    received_bytes: n.received_bytes,
+                    bandwidth_mb_s: n.receive_mb_s,
+                    send_bandwidth_mb_s: Some(n.send_mb_s),
+                    lost_messages: Some(n.lost_messages),
+                    pause_frames: Some(n.pause_frames),
+                })
+                .collect(),
+            aggregate_mb_s: r.aggregate_mb_s,
+            latencies_ps: r.latencies_ps.clone(),
+            pause_frames: r.pause_frames,
+            delivery: r.delivery.clone(),
+            stats: r.stats,
+            accounting: Some((
+                r.expected_messages,
+                r.received_messages(),
+                r.lost_messages(),
+            )),
+        }
+    }
+
     fn one(r: &StreamRun) -> Self {
         Self {
             per_node: per_node(r),
@@ -188,6 +307,7 @@ impl Figures {
             pause_frames: r.pause_frames,
             delivery: r.delivery.clone(),
             stats: r.stats,
+            accounting: None,
         }
     }
 
@@ -203,6 +323,9 @@ impl Figures {
             received_messages: inc.receiver.iterations.len(),
             received_bytes: bytes(&inc.receiver),
             bandwidth_mb_s: inc.aggregate_mb_s,
+            send_bandwidth_mb_s: None,
+            lost_messages: None,
+            pause_frames: None,
         };
         let mut latencies_ps: Vec<u64> = a
             .latencies_ps
@@ -218,6 +341,7 @@ impl Figures {
             pause_frames: a.pause_frames,
             delivery: a.delivery.clone(),
             stats: a.stats,
+            accounting: None,
         }
     }
 
@@ -247,6 +371,9 @@ fn per_node(run: &StreamRun) -> Vec<PerNode> {
             received_messages: 0,
             received_bytes: 0,
             bandwidth_mb_s: 0.0,
+            send_bandwidth_mb_s: None,
+            lost_messages: None,
+            pause_frames: None,
         },
         PerNode {
             node: 1,
@@ -255,6 +382,9 @@ fn per_node(run: &StreamRun) -> Vec<PerNode> {
             received_messages: run.receiver.iterations.len(),
             received_bytes: received,
             bandwidth_mb_s: run.aggregate_mb_s,
+            send_bandwidth_mb_s: None,
+            lost_messages: None,
+            pause_frames: None,
         },
     ]
 }
@@ -278,7 +408,7 @@ fn json(args: &TrafficArgs, run: &Figures, wall: f64) -> String {
         pattern: pattern_name(args.pattern),
         nodes: args.nodes,
         size_bytes: args.size,
-        messages: args.messages,
+        messages: args.messages(),
         window: args.window,
         aggregate_bandwidth_mb_s: run.aggregate_mb_s,
         per_node: run.per_node.clone(),
@@ -289,6 +419,9 @@ fn json(args: &TrafficArgs, run: &Figures, wall: f64) -> String {
         },
         pause_frames: run.pause_frames,
         drops: run.delivery.frames_dropped.values().sum(),
+        expected_messages: run.accounting.map(|a| a.0),
+        received_messages: run.accounting.map(|a| a.1),
+        lost_messages: run.accounting.map(|a| a.2),
         delivery: &run.delivery,
         simulation: Simulation {
             simulated_ps: run.stats.simulated.as_ps(),
@@ -331,29 +464,60 @@ fn csv_doc(run: &Figures) -> String {
 fn table(args: &TrafficArgs, run: &Figures, wall: f64) -> String {
     let what = match args.pattern {
         Pattern::Bidirectional => "Streams both ways between nodes 0 and 1",
-        _ => "Stream from node 0 to node 1",
+        Pattern::Stream => "Stream from node 0 to node 1",
+        Pattern::Incast => "Incast, nodes 1 .. N-1 each to node 0,",
+        Pattern::AllToAll => "All-to-all, every node to every other,",
+    };
+    let each = match args.pattern {
+        Pattern::Stream | Pattern::Bidirectional => "each way",
+        Pattern::Incast | Pattern::AllToAll => "per pair",
     };
     let mut out = format!(
-        "{what} over RDMA write: {} messages of {} bytes each way, {} descriptors outstanding ({} nodes)\n\n",
-        args.messages, args.size, args.window, args.nodes
+        "{what} over RDMA write: {} messages of {} bytes {each}, {} descriptors outstanding ({} nodes)\n\n",
+        args.messages(), args.size, args.window, args.nodes
     );
+    let mesh = run.accounting.is_some();
     let rows: Vec<Vec<String>> = run
         .per_node
         .iter()
         .map(|n| {
-            vec![
+            let mut row = vec![
                 n.node.to_string(),
                 n.sent_messages.to_string(),
                 n.received_messages.to_string(),
-                format!("{:.2}", n.bandwidth_mb_s),
-            ]
+            ];
+            if mesh {
+                row.push(n.lost_messages.unwrap_or(0).to_string());
+            }
+            row.push(format!("{:.2}", n.bandwidth_mb_s));
+            if mesh {
+                row.push(format!("{:.2}", n.send_bandwidth_mb_s.unwrap_or(0.0)));
+                row.push(n.pause_frames.unwrap_or(0).to_string());
+            }
+            row
         })
         .collect();
-    out.push_str(&columns(
-        &["NODE", "SENT", "RECEIVED", "BANDWIDTH (MB/s)"],
-        &rows,
-        &[true, true, true, true],
-    ));
+    if mesh {
+        out.push_str(&columns(
+            &[
+                "NODE",
+                "SENT",
+                "RECEIVED",
+                "LOST",
+                "RECEIVED (MB/s)",
+                "SENT (MB/s)",
+                "PAUSE",
+            ],
+            &rows,
+            &[true; 7],
+        ));
+    } else {
+        out.push_str(&columns(
+            &["NODE", "SENT", "RECEIVED", "BANDWIDTH (MB/s)"],
+            &rows,
+            &[true, true, true, true],
+        ));
+    }
     out.push_str(&format!(
         "\nAggregate {:.2} MB/s; latency per message p50 {:.3} us, p99 {:.3} us, max {:.3} us; {} PAUSE frames; {} frames dropped\n",
         run.aggregate_mb_s,
@@ -363,6 +527,14 @@ fn table(args: &TrafficArgs, run: &Figures, wall: f64) -> String {
         run.pause_frames,
         run.delivery.frames_dropped.values().sum::<u64>()
     ));
+    if let Some((expected, received, lost)) = run.accounting {
+        out.push_str(&format!(
+            "Messages: {expected} sent, {received} received with every byte checked, {lost} lost\n"
+        ));
+    }
+    if run.delivery.eventful() {
+        out.push_str(&format!("Delivery: {}\n", run.delivery.summary()));
+    }
     #[allow(clippy::cast_precision_loss)]
     let ms = run.stats.simulated.as_ps() as f64 / 1e9;
     out.push_str(&format!(

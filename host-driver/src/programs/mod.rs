@@ -3,7 +3,9 @@
 //! [`rdma_pingpong_responder`]), RDMA read ([`rdma_read_pingpong_initiator`],
 //! [`rdma_read_pingpong_responder`]) and over send/receive ([`sendrecv_pingpong_initiator`],
 //! [`sendrecv_pingpong_responder`]), and an RDMA write that breaks a protection rule
-//! ([`protection_initiator`], [`protection_responder`]).
+//! ([`protection_initiator`], [`protection_responder`]); streams with a window of
+//! descriptors ([`stream_sender`], [`stream_receiver`], [`stream_duplex`]) and between
+//! many nodes at once ([`mesh_node`]: incast, all-to-all).
 //!
 //! Both follow the paper's set-up ([`setup`]): open the NIC, create a protection tag,
 //! `malloc` and register a control region (descriptors, set-up messages) and the data
@@ -29,6 +31,7 @@
 //! paid for; with `touch_data` on, the program pays for writing and reading the whole
 //! buffer.
 
+mod mesh;
 mod protection;
 mod rdma;
 mod rdma_read;
@@ -36,6 +39,10 @@ mod sendrecv;
 pub mod setup;
 mod stream;
 
+pub use mesh::{
+    mesh_discriminator, mesh_index, mesh_node, mesh_peer_message, MeshParams, LOOK, MESH_STRIDE,
+    SCAN_AFTER,
+};
 pub use protection::{
     protection_initiator, protection_responder, ProtectionCase, PROTECTION_PATTERN,
 };

@@ -1,5 +1,8 @@
-//! The set-up both ping-pong programs share, written as VIPL code, and the matching
-//! teardown.
+//! The set-up every program shares, written as VIPL code, and the matching teardown.
+//! It comes in parts so a node can hold several connections (`super::mesh`): opening
+//! the NIC ([`open_nic`]), registering memory ([`alloc_registered`]) and one connection
+//! with its exchange of RDMA targets ([`connect_peer`]); [`setup`] is the three for the
+//! one connection of a two-node program.
 //!
 //! Control region layout (one registered 512-byte allocation, 64-byte aligned):
 //!
@@ -155,24 +158,23 @@ pub async fn recv_wait(
     checked(c, "VipRecvWait")
 }
 
-/// Opens the NIC, registers the buffers, creates and connects the VI and exchanges the
-/// RDMA target buffers. With `post_data_recv` a data receive is posted before
-/// connecting, so the first data message always finds it.
+/// What opening the NIC gives: the handle, its MAC address and a protection tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenNic {
+    /// The open NIC.
+    pub nic: NicHandle,
+    /// Its MAC address.
+    pub mac: MacAddr,
+    /// The protection tag of everything registered on it.
+    pub ptag: ProtectionTag,
+}
+
+/// The first part of every set-up: VipOpenNic, VipQueryNic (the MAC address),
+/// VipCreatePtag.
 ///
 /// # Errors
-/// The first VIPL call that fails, a completion in error, or a malformed set-up message.
-pub async fn setup(
-    vipl: &mut Vipl,
-    p: &PingPongParams,
-    role: Role,
-    post_data_recv: bool,
-) -> Result<Endpoint, ProgramError> {
-    let len = p.msg_bytes;
-    if len == 0 {
-        return Err(ProgramError::Protocol(
-            "message size must be at least 1 byte",
-        ));
-    }
+/// The first VIPL call that fails.
+pub async fn open_nic(vipl: &mut Vipl) -> Result<OpenNic, ProgramError> {
     let name = vipl.device_name().to_owned();
     let nic = vipl.vip_open_nic(&name).await.call("VipOpenNic")?;
     let mac = vipl
@@ -181,38 +183,75 @@ pub async fn setup(
         .call("VipQueryNic")?
         .local_nic_address;
     let ptag = vipl.vip_create_ptag(nic).await.call("VipCreatePtag")?;
-    let local_only = VipMemAttributes {
-        ptag,
-        enable_rdma_write: false,
-        enable_rdma_read: false,
-    };
-    let target = VipMemAttributes {
-        enable_rdma_write: true,
-        enable_rdma_read: p.rdma_read,
-        ..local_only
-    };
-    let ctl = vipl.malloc(CTL_BYTES, 64).await.call("malloc")?;
-    let ctl_mh = vipl
-        .vip_register_mem(nic, ctl, CTL_BYTES, &local_only)
-        .await
-        .call("VipRegisterMem")?;
-    let src = vipl.malloc(u64::from(len), 64).await.call("malloc")?;
-    let src_mh = vipl
-        .vip_register_mem(nic, src, u64::from(len), &local_only)
-        .await
-        .call("VipRegisterMem")?;
-    let dst = vipl.malloc(u64::from(len), 64).await.call("malloc")?;
-    let dst_mh = vipl
-        .vip_register_mem(nic, dst, u64::from(len), &target)
-        .await
-        .call("VipRegisterMem")?;
+    Ok(OpenNic { nic, mac, ptag })
+}
 
-    let mut attrs = ViAttributes::reliable(ptag);
+/// `malloc`s `len` bytes (64-byte aligned) and registers them under the NIC's tag,
+/// RDMA write enabled if `rdma_write` (an RDMA target), RDMA read if `rdma_read` (the
+/// source of a peer's RDMA read).
+///
+/// # Errors
+/// `malloc` or VipRegisterMem failing.
+pub async fn alloc_registered(
+    vipl: &mut Vipl,
+    open: &OpenNic,
+    len: u64,
+    rdma_write: bool,
+    rdma_read: bool,
+) -> Result<(u64, MemHandle), ProgramError> {
+    let attrs = VipMemAttributes {
+        ptag: open.ptag,
+        enable_rdma_write: rdma_write,
+        enable_rdma_read: rdma_read,
+    };
+    let va = vipl.malloc(len, 64).await.call("malloc")?;
+    let mh = vipl
+        .vip_register_mem(open.nic, va, len, &attrs)
+        .await
+        .call("VipRegisterMem")?;
+    Ok((va, mh))
+}
+
+/// A registered buffer: VA, memory handle, length.
+pub type Segment = (u64, MemHandle, u32);
+
+/// One connection of a set-up: the registered memory it uses and how to reach the peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionPlan {
+    /// Control region (see the module doc; only the set-up slots are used here).
+    pub ctl: (u64, MemHandle),
+    /// The RDMA target this side offers the peer: VA, handle, length (0: none).
+    pub target: Segment,
+    /// Largest transfer the VI must carry \[bytes\].
+    pub max_transfer: u32,
+    /// A data receive to post before connecting (after the set-up message's): the
+    /// descriptor's VA and handle, and its segment (VA, handle, length).
+    pub data_recv: Option<((u64, MemHandle), Segment)>,
+}
+
+/// The per-connection part of a set-up: creates a VI, posts the receive of the peer's
+/// set-up message (and `plan.data_recv`), connects to the peer (`p.peer`, on
+/// `p.discriminator`, as `role`) and exchanges the RDMA targets. Returns the VI and the
+/// peer's target (VA, handle, length). A node can make several connections one after
+/// the other with the same control region: each exchange has finished when this
+/// returns.
+///
+/// # Errors
+/// The first VIPL call that fails, a completion in error, or a malformed set-up message.
+pub async fn connect_peer(
+    vipl: &mut Vipl,
+    open: &OpenNic,
+    p: &PingPongParams,
+    role: Role,
+    plan: &ConnectionPlan,
+) -> Result<(ViHandle, Segment), ProgramError> {
+    let (ctl, ctl_mh) = plan.ctl;
+    let mut attrs = ViAttributes::reliable(open.ptag);
     attrs.reliability_level = p.reliability;
-    attrs.max_transfer_size = attrs.max_transfer_size.max(len);
+    attrs.max_transfer_size = attrs.max_transfer_size.max(plan.max_transfer);
     attrs.enable_rdma_read = p.rdma_read;
     let vi = vipl
-        .vip_create_vi(nic, &attrs, None, None)
+        .vip_create_vi(open.nic, &attrs, None, None)
         .await
         .call("VipCreateVi")?;
 
@@ -223,19 +262,20 @@ pub async fn setup(
     vipl.vip_post_recv(vi, ctl + INFO_RECV_DESC, ctl_mh)
         .await
         .call("VipPostRecv")?;
-    if post_data_recv {
-        let data_recv = recv_descriptor(vec![data_segment(dst, dst_mh, len)]);
-        vipl.build_descriptor(ctl + RECV_DESC, &data_recv)
+    if let Some(((desc, desc_mh), (va, mh, len))) = plan.data_recv {
+        let data_recv = recv_descriptor(vec![data_segment(va, mh, len)]);
+        vipl.build_descriptor(desc, &data_recv)
             .await
             .call("build")?;
-        vipl.vip_post_recv(vi, ctl + RECV_DESC, ctl_mh)
+        vipl.vip_post_recv(vi, desc, desc_mh)
             .await
             .call("VipPostRecv")?;
     }
 
-    connect(vipl, p, role, nic, mac, vi).await?;
+    connect(vipl, p, role, open.nic, open.mac, vi).await?;
 
     // Tell the peer where our RDMA target is, learn where its is (the paper's step 1).
+    let (dst, dst_mh, len) = plan.target;
     let mut info = [0u8; INFO_BYTES as usize];
     info[..8].copy_from_slice(&dst.to_le_bytes());
     info[8..12].copy_from_slice(&dst_mh.raw().to_le_bytes());
@@ -258,19 +298,52 @@ pub async fn setup(
     let peer_va = u64::from_le_bytes(word(0..8).try_into().unwrap_or([0; 8]));
     let peer_mh = u32::from_le_bytes(word(8..12).try_into().unwrap_or([0; 4]));
     let peer_len = u32::from_le_bytes(word(12..16).try_into().unwrap_or([0; 4]));
+    Ok((vi, (peer_va, MemHandle::from_raw(peer_mh), peer_len)))
+}
+
+/// Opens the NIC, registers the buffers, creates and connects the VI and exchanges the
+/// RDMA target buffers ([`open_nic`], [`alloc_registered`], [`connect_peer`]). With
+/// `post_data_recv` a data receive is posted before connecting, so the first data
+/// message always finds it.
+///
+/// # Errors
+/// The first VIPL call that fails, a completion in error, or a malformed set-up message.
+pub async fn setup(
+    vipl: &mut Vipl,
+    p: &PingPongParams,
+    role: Role,
+    post_data_recv: bool,
+) -> Result<Endpoint, ProgramError> {
+    let len = p.msg_bytes;
+    if len == 0 {
+        return Err(ProgramError::Protocol(
+            "message size must be at least 1 byte",
+        ));
+    }
+    let open = open_nic(vipl).await?;
+    let (ctl, ctl_mh) = alloc_registered(vipl, &open, CTL_BYTES, false, false).await?;
+    let (src, src_mh) = alloc_registered(vipl, &open, u64::from(len), false, false).await?;
+    let (dst, dst_mh) = alloc_registered(vipl, &open, u64::from(len), true, p.rdma_read).await?;
+    let plan = ConnectionPlan {
+        ctl: (ctl, ctl_mh),
+        target: (dst, dst_mh, len),
+        max_transfer: len,
+        data_recv: post_data_recv.then_some(((ctl + RECV_DESC, ctl_mh), (dst, dst_mh, len))),
+    };
+    let (vi, (peer_va, peer_mh, peer_len)) = connect_peer(vipl, &open, p, role, &plan).await?;
     if peer_len != len {
         return Err(ProgramError::Protocol("the peer uses another message size"));
     }
     Ok(Endpoint {
-        nic,
-        mac,
-        ptag,
+        nic: open.nic,
+        mac: open.mac,
+        ptag: open.ptag,
         vi,
         ctl: (ctl, ctl_mh),
         src: (src, src_mh),
         dst: (dst, dst_mh),
         len,
-        peer_dst: (peer_va, MemHandle::from_raw(peer_mh)),
+        peer_dst: (peer_va, peer_mh),
     })
 }
 

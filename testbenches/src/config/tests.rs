@@ -312,7 +312,7 @@ fn validation_names_the_key_and_the_limit() {
             "one largest frame",
         ),
         (
-            "topology.switch_pause_low_bytes=8192",
+            "topology.switch_pause_low_bytes=32768",
             "topology.switch_pause_low_bytes",
             "below topology.switch_pause_high_bytes",
         ),
@@ -445,7 +445,7 @@ fn a_cut_through_switch_is_accepted() {
             t.switch_pause_low_bytes,
             t.switch_pause_quanta
         ),
-        (16_384, true, 8_192, 4_096, 65_535)
+        (65_536, true, 32_768, 16_384, 65_535)
     );
     // A port buffer must hold one largest frame (1514 + FCS).
     let small = set(&published(), "topology.switch_buffer_bytes=1517").unwrap();

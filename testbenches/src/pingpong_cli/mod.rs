@@ -21,6 +21,7 @@ mod pcap_out;
 mod perfetto;
 mod perfetto_flow;
 mod plot;
+pub(crate) use plot::fonts;
 pub mod shard;
 mod sweep;
 mod vcd_out;

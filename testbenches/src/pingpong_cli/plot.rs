@@ -21,7 +21,7 @@ use crate::system::breakdown::Breakdown;
 const FONT: &str = "sans-serif";
 
 /// Registers the embedded font (once per process).
-fn fonts() {
+pub(crate) fn fonts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         if plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_err()

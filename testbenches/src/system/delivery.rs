@@ -1,6 +1,7 @@
 //! What became of the messages of a run ([`Delivery`]): sent, delivered, lost,
 //! duplicated, corrupted, resent, and the frames dropped on the way by cause, read off
-//! the cards' counters, the DP83820s and the wire-fault injectors of both nodes.
+//! the cards' counters, the DP83820s, the wire-fault injectors of every node and the
+//! switch's ports.
 //!
 //! - `messages`: every VIA message the cards took from a send queue (`sends_started`):
 //!   the programs' set-up exchange (one each way) included;
@@ -42,7 +43,7 @@ pub struct Delivery {
 }
 
 /// The causes of `frames_dropped`, with what each counts.
-pub const DROP_CAUSES: [(&str, &str); 7] = [
+pub const DROP_CAUSES: [(&str, &str); 9] = [
     ("wire_loss", "lost on the wire (faults.frame_loss)"),
     (
         "link_down",
@@ -67,6 +68,14 @@ pub const DROP_CAUSES: [(&str, &str); 7] = [
     (
         "out_of_sequence",
         "taken by the receiving card after a gap on an unreliable VI: its message fails",
+    ),
+    (
+        "switch_queue_overflow",
+        "dropped by the switch: no room in the output port's queue or packet buffer",
+    ),
+    (
+        "switch_bad_frame",
+        "dropped by the switch on input: bad FCS, too short, too long or broken",
     ),
 ];
 
@@ -97,6 +106,15 @@ impl Delivery {
                 let s = m.stats();
                 drop[2] += s.rx_crc_errors;
                 drop[3] += s.rx_overflows;
+            }
+        }
+        if let Some(sw) = sys.switch() {
+            for port in 0..sw.port_count() {
+                let p = u16::try_from(port).unwrap_or(u16::MAX);
+                if let Some(st) = sw.port_stats(gige_mac::PortIndex(p)) {
+                    drop[7] += st.queue_drops + st.buffer_drops;
+                    drop[8] += st.fcs_drops + st.malformed_drops;
+                }
             }
         }
         d.lost = d.messages.saturating_sub(d.delivered);

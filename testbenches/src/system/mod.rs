@@ -10,12 +10,14 @@
 //! - [`delivery`]: what became of a run's messages (lost, resent, dropped frames);
 //! - [`spmd`]: one program on every node (the MPI and BSP libraries);
 //! - [`traffic`]: traffic patterns beyond the ping-pong (the one-way stream);
+//! - [`mesh`]: the many-node patterns (incast, all-to-all);
 //! - [`breakdown`]: tiling one message's latency with the trace spans.
 
 pub mod breakdown;
 pub mod build;
 pub mod delivery;
 pub mod faults;
+pub mod mesh;
 pub mod pingpong;
 pub mod run;
 pub mod spmd;

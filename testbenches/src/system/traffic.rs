@@ -1,6 +1,7 @@
-//! Traffic patterns beyond the ping-pong (`hvia traffic`): today the one-way `stream`
-//! between nodes 0 and 1 with a window of outstanding descriptors
-//! (`host_driver::programs::stream_sender` / `stream_receiver`). Reported: the aggregate
+//! The two-node traffic patterns of `hvia traffic`: the one-way `stream` between nodes
+//! 0 and 1 with a window of outstanding descriptors
+//! (`host_driver::programs::stream_sender` / `stream_receiver`) and `bidirectional`
+//! (`stream_duplex`); the many-node ones are in [`super::mesh`]. Reported: the aggregate
 //! bandwidth at the receiver (bytes of all messages over the time from the first post to
 //! the last message seen), each message's latency under load (posted to seen) as
 //! percentiles, the PAUSE frames the DP83820s sent and the frames dropped on the way.
