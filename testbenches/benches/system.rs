@@ -5,8 +5,8 @@
 //! `simulation` block (README, "Simulation speed"). The kernel alone is benchmarked in
 //! sim-kernel. `all_to_all_16` is the scale target: 16 nodes behind the
 //! store-and-forward switch, every node streaming 4 messages of 64 KiB to every other
-//! (`hvia traffic --pattern all-to-all --nodes 16 --size 65536`), one sample (12.5 s,
-//! 61 M events, on the 2 shared cores of the README's figure).
+//! (`hvia traffic --pattern all-to-all --nodes 16 --size 65536`), one sample (about
+//! 4.3 s, 21 M events, on the 2 shared cores of the README's figure).
 
 use testbenches::config::{SimStepping, SystemConfig};
 use testbenches::system::{run_pingpong, Op, PingPongSpec};

@@ -428,6 +428,18 @@ impl System {
         })
     }
 
+    /// PAUSE frames the switch sent out of its ports (pauses and resumes; 0 without a
+    /// switch).
+    #[must_use]
+    pub fn switch_pause_frames(&self) -> u64 {
+        self.switch().map_or(0, |sw| {
+            (0..sw.port_count())
+                .filter_map(|p| sw.port_stats(gige_mac::PortIndex(u16::try_from(p).ok()?)))
+                .map(|st| st.pause_sent + st.resume_sent)
+                .sum()
+        })
+    }
+
     /// The DP83820 MAC side of node `n` (its wire statistics: `stats()`, `rx()`,
     /// `tx()`).
     #[must_use]

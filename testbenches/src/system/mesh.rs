@@ -95,7 +95,7 @@ pub struct MeshRun {
     pub latencies_ps: Vec<u64>,
     /// Messages the pattern sends.
     pub expected_messages: u64,
-    /// PAUSE frames the DP83820s sent.
+    /// PAUSE frames the DP83820s and the switch sent (pauses and resumes).
     pub pause_frames: u64,
     /// What became of the messages, from the cards' and switch's counters.
     pub delivery: Delivery,
@@ -276,7 +276,8 @@ fn figures(
         pattern,
         params: s,
         aggregate_mb_s: mb_s(all_bytes, first_post, last_seen),
-        pause_frames: per_node.iter().map(|n| n.pause_frames).sum(),
+        pause_frames: per_node.iter().map(|n| n.pause_frames).sum::<u64>()
+            + sys.switch_pause_frames(),
         per_node,
         latencies_ps,
         expected_messages,

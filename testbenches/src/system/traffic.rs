@@ -4,7 +4,8 @@
 //! (`stream_duplex`); the many-node ones are in [`super::mesh`]. Reported: the aggregate
 //! bandwidth at the receiver (bytes of all messages over the time from the first post to
 //! the last message seen), each message's latency under load (posted to seen) as
-//! percentiles, the PAUSE frames the DP83820s sent and the frames dropped on the way.
+//! percentiles, the PAUSE frames the DP83820s and the switch sent and the frames dropped
+//! on the way.
 
 use host_driver::programs::{
     stream_duplex, stream_receiver, stream_sender, PingPongParams, StreamParams,
@@ -30,7 +31,7 @@ pub struct StreamRun {
     pub aggregate_mb_s: f64,
     /// Each message's latency under load, posted to seen, sorted \[ps\].
     pub latencies_ps: Vec<u64>,
-    /// PAUSE frames the DP83820s sent (flow control at a full RX FIFO).
+    /// PAUSE frames the DP83820s (flow control at a full RX FIFO) and the switch sent.
     pub pause_frames: u64,
     /// What became of the messages.
     pub delivery: Delivery,
@@ -202,7 +203,8 @@ fn finish(
     let pause_frames = (0..sys.nodes.len())
         .filter_map(|n| sys.mac_side(n))
         .map(|m| m.stats().pause_sent + m.stats().resume_sent)
-        .sum();
+        .sum::<u64>()
+        + sys.switch_pause_frames();
     StreamRun {
         params: s,
         sender,
