@@ -131,12 +131,19 @@ impl Keys {
 
     fn push(&mut self, e: Keyed) {
         if self.near.len() < NEAR_CAP {
-            // New events are mostly among the soonest: look for the place from the end.
-            let mut at = self.near.len();
-            while at > 0 && self.near.get(at - 1).is_some_and(|x| x.key < e.key) {
-                at -= 1;
+            // New events are mostly among the soonest: from the end, move each sooner
+            // entry up one place until the place of `e` (one insertion-sort step).
+            self.near.push(e);
+            let mut j = self.near.len() - 1;
+            while j > 0 {
+                let prev = self.near[j - 1];
+                if prev.key > e.key {
+                    break;
+                }
+                self.near[j] = prev;
+                j -= 1;
             }
-            self.near.insert(at, e);
+            self.near[j] = e;
         } else {
             self.far.push(e);
         }
