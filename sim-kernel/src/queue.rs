@@ -1,4 +1,4 @@
-//! The event queue: a binary min-heap ordered by `(time, priority, sequence)`.
+//! The event queue: a priority queue ordered by `(time, priority, sequence)`.
 //!
 //! The three keys are packed into one `u128` so that ordering is a single integer
 //! compare: time in the high 64 bits, priority in the next 8, and a 56-bit insertion
@@ -6,9 +6,11 @@
 //! first out, whatever the heap's internal layout: the order of a run is a pure function
 //! of the order of `push` calls.
 //!
-//! The heap holds only the key and a slot index (24 bytes an entry); the payloads wait
-//! in a slab of slots reused through a free list, so sifting moves small entries and no
-//! event allocates once the slab has grown to the run's peak.
+//! The queue orders only the key and a slot index (32 bytes an entry), in a short
+//! sorted vector that holds up to 32 queued events (a run keeps a handful
+//! queued: popping is then taking its last entry) and a binary heap for the rest; the
+//! payloads wait in a slab of slots reused through a free list, so ordering moves small
+//! entries and no event allocates once the slab has grown to the run's peak.
 //!
 //! An event can be cancelled by the [`EventToken`] its push returned: its payload is
 //! dropped at once and its heap entry is skipped when it reaches the top (its slot is
@@ -100,10 +102,74 @@ impl Ord for Keyed {
     }
 }
 
+/// Entries a `Keys` keeps in its sorted vector before it spills into its heap.
+const NEAR_CAP: usize = 32;
+
+/// The queued keys: up to `NEAR_CAP` in a vector sorted by key, largest first (the
+/// smallest pops from its end without sifting; a push shifts the entries above its
+/// place), the rest in a binary heap. A run keeps a handful of events queued at a time,
+/// so the vector holds nearly all of them; the heap bounds the cost of a long queue.
+/// A pop takes the smaller of the two tops: the order is the keys' order, whichever
+/// side holds an entry.
+#[derive(Debug)]
+struct Keys {
+    near: Vec<Keyed>,
+    far: BinaryHeap<Keyed>,
+}
+
+impl Keys {
+    fn new() -> Self {
+        Self {
+            near: Vec::with_capacity(NEAR_CAP),
+            far: BinaryHeap::with_capacity(256),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.near.len() + self.far.len()
+    }
+
+    fn push(&mut self, e: Keyed) {
+        if self.near.len() < NEAR_CAP {
+            // New events are mostly among the soonest: from the end, move each sooner
+            // entry up one place until the place of `e` (one insertion-sort step).
+            self.near.push(e);
+            let mut j = self.near.len() - 1;
+            while j > 0 {
+                let prev = self.near[j - 1];
+                if prev.key > e.key {
+                    break;
+                }
+                self.near[j] = prev;
+                j -= 1;
+            }
+            self.near[j] = e;
+        } else {
+            self.far.push(e);
+        }
+    }
+
+    /// The entry with the smallest key.
+    fn peek(&self) -> Option<&Keyed> {
+        match (self.near.last(), self.far.peek()) {
+            (Some(n), Some(f)) => Some(if n.key < f.key { n } else { f }),
+            (n, f) => n.or(f),
+        }
+    }
+
+    fn pop(&mut self) -> Option<Keyed> {
+        match (self.near.last(), self.far.peek()) {
+            (Some(n), Some(f)) if f.key < n.key => self.far.pop(),
+            (Some(_), _) => self.near.pop(),
+            (None, _) => self.far.pop(),
+        }
+    }
+}
+
 /// A deterministic priority queue of events.
 #[derive(Debug)]
 pub struct EventQueue<T> {
-    heap: BinaryHeap<Keyed>,
+    heap: Keys,
     /// Payloads by slot; a `None` payload is a free slot or a cancelled event's.
     slab: Vec<Slot<T>>,
     /// Free slots, reused last freed first.
@@ -124,7 +190,7 @@ impl<T> EventQueue<T> {
     #[must_use]
     pub fn new() -> Self {
         Self {
-            heap: BinaryHeap::with_capacity(256),
+            heap: Keys::new(),
             slab: Vec::with_capacity(256),
             free: Vec::with_capacity(256),
             next_seq: 0,
@@ -284,6 +350,39 @@ mod tests {
     }
 
     proptest! {
+        /// Pushes and pops interleaved (the queue growing past its sorted vector into
+        /// its heap and shrinking again): every pop is the smallest key queued, as a
+        /// sorted reference says.
+        #[test]
+        fn interleaved_pushes_and_pops_follow_the_key_order(
+            ops in prop::collection::vec((0u64..40, 0u8..3, 0u8..4), 0..600),
+        ) {
+            let mut q = EventQueue::new();
+            let mut reference = std::collections::BTreeSet::new();
+            let mut now = 0u64;
+            for (i, (dt, p, pops)) in ops.iter().enumerate() {
+                q.push(Time(now + dt), Priority(*p), i);
+                reference.insert((now + dt, *p, i));
+                // The first 64 only push: past the sorted vector's 32 entries.
+                let n = if i < 64 { 0 } else { *pops % 3 };
+                for _ in 0..n {
+                    let want = reference.pop_first();
+                    let got = q.pop().map(|e| (e.time().0, e.priority().0, e.item));
+                    prop_assert_eq!(got, want);
+                    if let Some((t, _, _)) = want {
+                        now = t;
+                    }
+                }
+                prop_assert_eq!(q.len(), reference.len());
+                prop_assert_eq!(q.peek_time().map(|t| t.0), reference.first().map(|e| e.0));
+            }
+            while let Some(want) = reference.pop_first() {
+                let got = q.pop().map(|e| (e.time().0, e.priority().0, e.item));
+                prop_assert_eq!(got, Some(want));
+            }
+            prop_assert!(q.pop().is_none());
+        }
+
         /// Whatever the insertion order, with any events cancelled, the others pop in
         /// key order.
         #[test]

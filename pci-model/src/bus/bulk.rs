@@ -33,6 +33,9 @@ impl PciBus {
             return 0;
         }
         let mut n = self.quiet_clocks(c - 1).min(max);
+        if n == 0 {
+            return 0;
+        }
         if let Some(k) = self.next_commit_clock() {
             n = n.min(k.saturating_sub(c));
         }
@@ -108,6 +111,9 @@ impl PciBus {
             return 0; // nothing queued: the idle path of `run_to` covers it
         };
         let mut n = first.saturating_sub(c).min(max);
+        if n == 0 {
+            return 0;
+        }
         if let Some(k) = self.next_commit_clock() {
             n = n.min(k.saturating_sub(c));
         }
