@@ -269,7 +269,7 @@ const CASES: &[Case] = &[
     on(
         SWITCHED,
         "topology.switch_pause_high_bytes",
-        "12288",
+        "20480",
         Obs::Duplex,
         Changed,
     ),
