@@ -51,6 +51,30 @@ async fn check(comm: &mut Comm, va: u64, want: &[u8], i: u32) -> Result<u64, Pro
     }
 }
 
+/// `MPI_Init` (and a barrier if `barrier`: every rank through its set-up), and a buffer
+/// for the largest size; the comm, the buffer and when set-up was done.
+async fn start(
+    vipl: Vipl,
+    rank: Rank,
+    macs: Vec<MacAddr>,
+    cfg: MpiConfig,
+    bench: &Bench,
+    barrier: bool,
+) -> Result<(Comm, u64, sim_kernel::Time), ProgramError> {
+    let mut comm = Comm::init(vipl, rank, macs, cfg).await?;
+    if barrier {
+        comm.barrier().await?;
+    }
+    let setup_done = comm.vipl().now();
+    let largest = bench.sizes.iter().copied().max().unwrap_or(1).max(1);
+    let buf = comm
+        .vipl()
+        .malloc(u64::from(largest), 64)
+        .await
+        .map_err(vipl_err("malloc"))?;
+    Ok((comm, buf, setup_done))
+}
+
 /// The MPI ping-pong on rank `rank`: rank 0 sends each size to rank 1 and waits for it
 /// back (one record per round trip, `end - start` = two one-way trips); rank 1 echoes;
 /// others only take part in `MPI_Init` and `MPI_Finalize`. Every message's bytes are
@@ -66,14 +90,7 @@ pub async fn mpi_pingpong(
     bench: Bench,
     sink: StatsSink,
 ) -> ProgramResult {
-    let mut comm = Comm::init(vipl, rank, macs, cfg).await?;
-    let setup_done = comm.vipl().now();
-    let largest = bench.sizes.iter().copied().max().unwrap_or(1).max(1);
-    let buf = comm
-        .vipl()
-        .malloc(u64::from(largest), 64)
-        .await
-        .map_err(vipl_err("malloc"))?;
+    let (mut comm, buf, setup_done) = start(vipl, rank, macs, cfg, &bench, false).await?;
     let mut records = Vec::new();
     let mut index = 0u32;
     if rank.0 <= 1 {
@@ -146,15 +163,7 @@ pub async fn mpi_bcast(
     bench: Bench,
     sink: StatsSink,
 ) -> ProgramResult {
-    let mut comm = Comm::init(vipl, rank, macs, cfg).await?;
-    comm.barrier().await?;
-    let setup_done = comm.vipl().now();
-    let largest = bench.sizes.iter().copied().max().unwrap_or(1).max(1);
-    let buf = comm
-        .vipl()
-        .malloc(u64::from(largest), 64)
-        .await
-        .map_err(vipl_err("malloc"))?;
+    let (mut comm, buf, setup_done) = start(vipl, rank, macs, cfg, &bench, true).await?;
     let mut records = Vec::new();
     let mut index = 0u32;
     for &size in &bench.sizes {

@@ -107,6 +107,22 @@ fn bytes(xs: &[f64]) -> Vec<u8> {
     xs.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// Puts `len` bytes at `src` into `area` at `offset` on each process of `pids`.
+async fn put_to(
+    b: &mut Bsp,
+    pids: impl Iterator<Item = u32>,
+    src: u64,
+    area: u64,
+    offset: u64,
+    len: u32,
+) -> Result<(), ProgramError> {
+    for q in pids {
+        let pid = u16::try_from(q).map_err(|_| ProgramError::Protocol("process id"))?;
+        b.put(pid, src, area, offset, len).await.map_err(bsp_err)?;
+    }
+    Ok(())
+}
+
 /// LU on process `rank` of an `s x t` grid. One record: the factorization's span
 /// (after distribution and a sync, to the last stage's update). Every process writes
 /// its part of the result into `sink`.
@@ -174,26 +190,14 @@ pub async fn bsp_lu(
         // Stage k, superstep 1: the pivot and row k down the grid columns.
         if ps == kr && pt == kc {
             let at = a + u64::from(k / s) * row_bytes + u64::from(k / t) * 8;
-            for q in 0..s {
-                b.put(u16::try_from(q * t + pt).unwrap_or(0), at, pivot, 0, 8)
-                    .await
-                    .map_err(bsp_err)?;
-            }
+            let column = (0..s).map(|q| q * t + pt);
+            put_to(&mut b, column, at, pivot, 0, 8).await?;
         }
         let (c0, cn) = local_from(n, t, pt, k + 1);
         if ps == kr && cn > 0 {
             let at = a + u64::from(k / s) * row_bytes + u64::from(c0) * 8;
-            for q in 0..s {
-                b.put(
-                    u16::try_from(q * t + pt).unwrap_or(0),
-                    at,
-                    urow,
-                    u64::from(c0) * 8,
-                    cn * 8,
-                )
-                .await
-                .map_err(bsp_err)?;
-            }
+            let column = (0..s).map(|q| q * t + pt);
+            put_to(&mut b, column, at, urow, u64::from(c0) * 8, cn * 8).await?;
         }
         b.sync().await.map_err(bsp_err)?;
         // Superstep 2: the multipliers along the grid rows.
@@ -237,17 +241,8 @@ pub async fn bsp_lu(
                 .write_mem(tmp, &bytes(&ls))
                 .await
                 .map_err(vipl_err("store"))?;
-            for q in 0..t {
-                b.put(
-                    u16::try_from(ps * t + q).unwrap_or(0),
-                    tmp,
-                    lcol,
-                    u64::from(r0) * 8,
-                    rn * 8,
-                )
-                .await
-                .map_err(bsp_err)?;
-            }
+            let row = (0..t).map(|q| ps * t + q);
+            put_to(&mut b, row, tmp, lcol, u64::from(r0) * 8, rn * 8).await?;
         }
         b.sync().await.map_err(bsp_err)?;
         // The update of the local trailing matrix.

@@ -394,11 +394,16 @@ impl Comm {
         remote_va: u64,
         remote_h: MemHandle,
     ) -> Result<(), MpiError> {
+        let d = rdma_write_descriptor(vec![data_segment(va, h, len)], remote_va, remote_h, None);
+        self.post_rdma(peer, d).await
+    }
+
+    /// Posts an RDMA descriptor on `peer`'s VI from a free send slot.
+    async fn post_rdma(&mut self, peer: Rank, d: via_abi::DescriptorRepr) -> Result<(), MpiError> {
         if self.peer(peer).is_none() {
-            return Err(MpiError::Argument("RDMA write to a rank with no VI"));
+            return Err(MpiError::Argument("RDMA to a rank with no VI"));
         }
         let slot = self.send_slot().await?;
-        let d = rdma_write_descriptor(vec![data_segment(va, h, len)], remote_va, remote_h, None);
         self.post_send(peer, slot, d, Posted::Message { slot })
             .await
     }
@@ -422,13 +427,8 @@ impl Comm {
         if !self.rdma_read {
             return Err(MpiError::Argument("RDMA read on a card without it"));
         }
-        if self.peer(peer).is_none() {
-            return Err(MpiError::Argument("RDMA read from a rank with no VI"));
-        }
-        let slot = self.send_slot().await?;
         let d = rdma_read_descriptor(vec![data_segment(va, h, len)], remote_va, remote_h);
-        self.post_send(peer, slot, d, Posted::Message { slot })
-            .await
+        self.post_rdma(peer, d).await
     }
 
     /// Waits until every send and RDMA write this process posted has completed on the
