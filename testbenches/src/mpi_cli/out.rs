@@ -39,6 +39,24 @@ fn footer(t: Totals, wall: f64) -> String {
     )
 }
 
+/// A table for people: `title`, a blank line, the columns (`right`: right-aligned),
+/// `note` (a line or empty), a blank line, the simulation footer.
+fn table(
+    title: &str,
+    header: &[&str],
+    right: &[bool],
+    body: &[Vec<String>],
+    note: &str,
+    t: Totals,
+    wall: f64,
+) -> String {
+    format!(
+        "{title}\n\n{}\n{note}{}",
+        columns(header, body, right),
+        footer(t, wall)
+    )
+}
+
 #[derive(Serialize)]
 struct PingRow {
     size_bytes: u32,
@@ -142,12 +160,14 @@ pub(super) fn mpi_pingpong(
                 })
                 .collect::<Vec<_>>(),
         ),
-        Format::Table => {
-            let mut out = format!(
-                "MPI ping-pong (vmpi over VIPL, eager up to {} bytes, registration {registration}), ranks 0 and 1\n\n",
+        Format::Table => table(
+            &format!(
+                "MPI ping-pong (vmpi over VIPL, eager up to {} bytes, registration {registration}), ranks 0 and 1",
                 cfg.mpi.eager_limit_bytes
-            );
-            let body: Vec<Vec<String>> = rows
+            ),
+            &["SIZE (B)", "ONE-WAY (us)", "BANDWIDTH (MB/s)", "PROTOCOL"],
+            &[true, true, true, false],
+            &rows
                 .iter()
                 .map(|r| {
                     vec![
@@ -157,22 +177,17 @@ pub(super) fn mpi_pingpong(
                         r.protocol.to_owned(),
                     ]
                 })
-                .collect();
-            out.push_str(&columns(
-                &["SIZE (B)", "ONE-WAY (us)", "BANDWIDTH (MB/s)", "PROTOCOL"],
-                &body,
-                &[true, true, true, false],
-            ));
-            out.push_str(&format!(
-                "\nAt {smallest} B: raw VIPL send/recv {:.2} us, RDMA write {:.2} us; MPI adds {:.2} us over send/recv, {:.2} us over RDMA write.\n",
+                .collect::<Vec<_>>(),
+            &format!(
+                "At {smallest} B: raw VIPL send/recv {:.2} us, RDMA write {:.2} us; MPI adds {:.2} us over send/recv, {:.2} us over RDMA write.\n",
                 raw.0 / 1e3,
                 raw.1 / 1e3,
                 (first - raw.0) / 1e3,
                 (first - raw.1) / 1e3
-            ));
-            out.push_str(&footer(totals, wall));
-            out
-        }
+            ),
+            totals,
+            wall,
+        ),
     }
 }
 
@@ -297,11 +312,13 @@ pub(super) fn mpi_bcast(
                 })
                 .collect::<Vec<_>>(),
         ),
-        Format::Table => {
-            let mut out = format!(
-                "MPI_Bcast from rank 0 to {nodes} ranks (binomial tree), barrier to last rank done\n\n"
-            );
-            let body: Vec<Vec<String>> = rows
+        Format::Table => table(
+            &format!(
+                "MPI_Bcast from rank 0 to {nodes} ranks (binomial tree), barrier to last rank done"
+            ),
+            &["SIZE (B)", "BCAST (us)", "PROTOCOL"],
+            &[true, true, false],
+            &rows
                 .iter()
                 .map(|r| {
                     vec![
@@ -310,16 +327,11 @@ pub(super) fn mpi_bcast(
                         r.protocol.to_owned(),
                     ]
                 })
-                .collect();
-            out.push_str(&columns(
-                &["SIZE (B)", "BCAST (us)", "PROTOCOL"],
-                &body,
-                &[true, true, false],
-            ));
-            out.push('\n');
-            out.push_str(&footer(t, wall));
-            out
-        }
+                .collect::<Vec<_>>(),
+            "",
+            t,
+            wall,
+        ),
     }
 }
 
@@ -368,11 +380,11 @@ pub(super) fn bsp_probe(format: Format, rows: &[ProbeRow], t: Totals, wall: f64)
                 })
                 .collect::<Vec<_>>(),
         ),
-        Format::Table => {
-            let mut out = String::from(
-                "BSP cost parameters (vbsp over VIPL): L from empty supersteps, g from total exchanges (8-byte words)\n\n",
-            );
-            let body: Vec<Vec<String>> = rows
+        Format::Table => table(
+            "BSP cost parameters (vbsp over VIPL): L from empty supersteps, g from total exchanges (8-byte words)",
+            &["P", "g (ns/B)", "g (us/word)", "L (us)"],
+            &[true, true, true, true],
+            &rows
                 .iter()
                 .map(|p| {
                     vec![
@@ -382,16 +394,11 @@ pub(super) fn bsp_probe(format: Format, rows: &[ProbeRow], t: Totals, wall: f64)
                         format!("{:.2}", p.cost.l_ns / 1e3),
                     ]
                 })
-                .collect();
-            out.push_str(&columns(
-                &["P", "g (ns/B)", "g (us/word)", "L (us)"],
-                &body,
-                &[true, true, true, true],
-            ));
-            out.push('\n');
-            out.push_str(&footer(t, wall));
-            out
-        }
+                .collect::<Vec<_>>(),
+            "",
+            t,
+            wall,
+        ),
     }
 }
 
@@ -448,11 +455,11 @@ pub(super) fn bsp_lu(format: Format, rows: &[LuRow], t: Totals, wall: f64) -> St
                 })
                 .collect::<Vec<_>>(),
         ),
-        Format::Table => {
-            let mut out = String::from(
-                "LU decomposition on a 2 x 2 grid (vbsp, 2D cyclic, no pivoting), checked against the host\n\n",
-            );
-            let body: Vec<Vec<String>> = rows
+        Format::Table => table(
+            "LU decomposition on a 2 x 2 grid (vbsp, 2D cyclic, no pivoting), checked against the host",
+            &["N", "TIME (us)", "MFLOP/S", "MAX |ERROR|"],
+            &[true, true, true, true],
+            &rows
                 .iter()
                 .map(|r| {
                     vec![
@@ -462,15 +469,10 @@ pub(super) fn bsp_lu(format: Format, rows: &[LuRow], t: Totals, wall: f64) -> St
                         format!("{:.1e}", r.max_abs_error),
                     ]
                 })
-                .collect();
-            out.push_str(&columns(
-                &["N", "TIME (us)", "MFLOP/S", "MAX |ERROR|"],
-                &body,
-                &[true, true, true, true],
-            ));
-            out.push('\n');
-            out.push_str(&footer(t, wall));
-            out
-        }
+                .collect::<Vec<_>>(),
+            "",
+            t,
+            wall,
+        ),
     }
 }
