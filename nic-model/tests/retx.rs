@@ -378,6 +378,7 @@ fn past_the_retry_limit_the_vi_breaks_with_a_transport_error() {
     let mut s = retx_connected(Reliability::ReliableDelivery);
     let first = s.node(0).gec.sent.len();
     s.w.store[0].gec.lose.extend(first..first + 1000);
+    let started = s.k.now();
     let (desc, _, _) = post_big_write(&mut s, 2 * 1460);
     // A second send behind it is flushed when the VI breaks.
     let d2 = region(&mut s, 0, 0x1100_0000, 4096, PTAG, false);
@@ -406,6 +407,16 @@ fn past_the_retry_limit_the_vi_breaks_with_a_transport_error() {
     assert_eq!((e0.retx_timeouts, e0.retx_give_ups), (limit, 1));
     assert_eq!(e0.bookkeeping_misses, 0);
     assert!(s.engine(0).is_idle());
+    // Back-off: the deadlines are 1, 2, 4, .. times the timeout, so the VI breaks after
+    // (2^(limit + 1) - 1) timeouts, not after limit + 1 of them.
+    let p = nic_model::engine::EngineParams::default();
+    let timeout_ps = p.retx_timeout_cycles.0 * 30_303;
+    let waited = (s.k.now() - started).0;
+    let backoff = ((1u64 << (limit + 1)) - 1) * timeout_ps;
+    assert!(
+        waited >= backoff && waited < backoff + 2 * timeout_ps,
+        "gave up after {waited} ps; back-off sums to {backoff} ps"
+    );
 }
 
 /// Lets `ns` of simulated time pass (an inert message to node 0's CPU stub).

@@ -8,7 +8,9 @@
 //!   VI's go-back cursor, which the send data path serves before any new fragment,
 //!   fetching each resent fragment from host memory again (the card keeps no copy; the
 //!   send's buffers stay the host's until the descriptor completes).
-//! * A deadline that passes sends again from the window base; more than `retx_limit`
+//! * A deadline that passes sends again from the window base, and the next deadline is
+//!   twice as far (back-off: a window held up behind a congested switch port's PAUSE is
+//!   not resent again and again); more than `retx_limit`
 //!   timeouts in a row without an Ack that moves the window give the connection up: the
 //!   oldest unfinished send completes with `TRANSPORT_ERROR`, the VI goes to `error`, and
 //!   the rest are flushed.
@@ -28,7 +30,7 @@ use super::unit::retx::{NakVerdict, Timeout};
 use super::unit::vi::ViState;
 use super::{Engine, EngineWake};
 use gige_mac::BufferRam;
-use sim_kernel::{MsgId, Time};
+use sim_kernel::{Cycles, MsgId, Time};
 use via_abi::bar::CmdResult;
 use via_abi::wire_header::{WireFlags, WireOp};
 use via_abi::Status;
@@ -65,14 +67,17 @@ impl Engine {
         }
     }
 
-    /// Sets VI `vi`'s deadline `retx_timeout_cycles` from now and makes sure the timer
-    /// wakes by then.
+    /// Sets VI `vi`'s deadline `retx_timeout_cycles` from now, doubled for each timeout
+    /// in a row (binary exponential back-off, as TCP's retransmission timer, RFC 6298
+    /// section 5.5), and makes sure the timer wakes by then.
     fn arm_deadline(&mut self, vi: u16, io: &mut Io) {
-        let after = self.params.retx_timeout_cycles;
+        let Some(v) = self.vis.get_mut(vi) else {
+            return;
+        };
+        let shift = u32::from(v.tx.retries.min(16));
+        let after = Cycles(self.params.retx_timeout_cycles.0.saturating_mul(1 << shift));
         let at = io.my_domain().edge_after(io.now(), after);
-        if let Some(v) = self.vis.get_mut(vi) {
-            v.tx.deadline = Some(at);
-        }
+        v.tx.deadline = Some(at);
         self.schedule_timer(at, io);
     }
 
