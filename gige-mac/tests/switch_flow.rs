@@ -66,6 +66,27 @@ fn pauses_at(net: &common::Net, node: ComponentId) -> Vec<(u16, MacAddr)> {
 /// B sends a PAUSE of 100 quanta (51.2 us) while A streams to B: the switch finishes the
 /// frame in progress, then nothing starts towards B until the pause is over; with flow
 /// control off the PAUSE is consumed and ignored.
+/// The scene of the buffer tests: B pauses its switch port (at `t0`, 1 us from now),
+/// A sends `count` 1018-byte frames to B from `t0 + 2 us` (ids 0 ..), B resumes `resume_after`
+/// later. Returns the instant of the resume.
+fn paused_burst(
+    k: &mut Kernel<common::Sys>,
+    a: ComponentId,
+    b: ComponentId,
+    count: u64,
+    resume_after: sim_kernel::Duration,
+) -> Time {
+    let t0 = k.now() + sim_kernel::Duration::from_ns(1_000);
+    pause(k, b, mac(2), 0xFFFF, 500, t0);
+    let t1 = t0 + sim_kernel::Duration::from_ns(2_000);
+    for i in 0..count {
+        send(k, a, t1, frame(i, mac(2), mac(1), &[i as u8; 1000]));
+    }
+    let resume = t1 + resume_after;
+    pause(k, b, mac(2), 0, 501, resume);
+    resume
+}
+
 #[test]
 fn a_nodes_pause_is_honoured_by_its_switch_port() {
     for enabled in [true, false] {
@@ -137,21 +158,8 @@ fn the_switch_pauses_the_input_that_fills_a_buffer_and_resumes_it() {
     let p = GigeParams::default();
     let (mut k, mut net, n, sw) = learned(&p);
     let (a, b) = (n[0], n[1]);
-    let t0 = k.now() + sim_kernel::Duration::from_ns(1_000);
-    pause(&mut k, b, mac(2), 0xFFFF, 500, t0);
-    let t1 = t0 + sim_kernel::Duration::from_ns(2_000);
-    for i in 0..12 {
-        send(&mut k, a, t1, frame(i, mac(2), mac(1), &[i as u8; 1000]));
-    }
     // Resume B's port after A has sent them all (12 x 8.3 us).
-    pause(
-        &mut k,
-        b,
-        mac(2),
-        0,
-        501,
-        t1 + sim_kernel::Duration::from_ns(150_000),
-    );
+    paused_burst(&mut k, a, b, 12, sim_kernel::Duration::from_ns(150_000));
     k.run_to_idle(&mut net);
     let sw_ = net.switch(sw);
     let s0 = *sw_.port_stats(PortIndex(0)).unwrap();
@@ -196,20 +204,7 @@ fn frames_that_do_not_fit_the_port_buffer_are_dropped_and_counted() {
     p.switch.flow.low_water = 1 << 19;
     let (mut k, mut net, n, sw) = learned(&p);
     let (a, b) = (n[0], n[1]);
-    let t0 = k.now() + sim_kernel::Duration::from_ns(1_000);
-    pause(&mut k, b, mac(2), 0xFFFF, 500, t0);
-    let t1 = t0 + sim_kernel::Duration::from_ns(2_000);
-    for i in 0..10 {
-        send(&mut k, a, t1, frame(i, mac(2), mac(1), &[i as u8; 1000]));
-    }
-    pause(
-        &mut k,
-        b,
-        mac(2),
-        0,
-        501,
-        t1 + sim_kernel::Duration::from_ns(150_000),
-    );
+    paused_burst(&mut k, a, b, 10, sim_kernel::Duration::from_ns(150_000));
     k.run_to_idle(&mut net);
     let s = *net.switch(sw).port_stats(PortIndex(1)).unwrap();
     let delivered = net
@@ -360,14 +355,7 @@ fn the_pause_is_re_sent_while_the_buffer_drains_and_not_while_it_is_stuck() {
     p.switch.flow.pause_quanta = 100;
     let (mut k, mut net, n, sw) = learned(&p);
     let (a, b) = (n[0], n[1]);
-    let t0 = k.now() + sim_kernel::Duration::from_ns(1_000);
-    pause(&mut k, b, mac(2), 0xFFFF, 500, t0);
-    let t1 = t0 + sim_kernel::Duration::from_ns(2_000);
-    for i in 0..12 {
-        send(&mut k, a, t1, frame(i, mac(2), mac(1), &[i as u8; 1000]));
-    }
-    let resume = t1 + sim_kernel::Duration::from_ns(400_000);
-    pause(&mut k, b, mac(2), 0, 501, resume);
+    let resume = paused_burst(&mut k, a, b, 12, sim_kernel::Duration::from_ns(400_000));
     k.run_to_idle(&mut net);
     let at_a: Vec<_> = net
         .port(a)
