@@ -328,3 +328,64 @@ fn mpi_runs_are_deterministic() {
         .collect();
     assert_eq!(a, b);
 }
+
+/// A wait's budget grows with the synchronous bytes under way: with a 1 ms base a
+/// 256 KiB transfer (about 2.8 ms, one completion at its end) still completes, while a
+/// receive that nothing will ever match fails after the budget, naming the call.
+#[test]
+fn the_progress_budget_grows_with_the_bytes_under_way() {
+    let cfg = MpiConfig {
+        progress_timeout: sim_kernel::Duration::from_ns(1_000_000),
+        ..MpiConfig::default()
+    };
+    let res = run_world(2, move |v, rank, macs| async move {
+        let mut c = Comm::init(v, rank, macs, cfg).await?;
+        let n: u32 = 256 * 1024;
+        let want = pattern(n as usize, 3);
+        let buf = c
+            .vipl()
+            .malloc(u64::from(n), 64)
+            .await
+            .map_err(|_| mismatch("malloc"))?;
+        let peer = Rank(1 - rank.0);
+        if rank == Rank(0) {
+            c.vipl()
+                .poke(buf, &want)
+                .await
+                .map_err(|_| mismatch("poke"))?;
+            c.send(buf, n, peer, Tag(1)).await?;
+        } else {
+            c.recv(buf, n, Source::Rank(peer), TagSel::Tag(Tag(1)))
+                .await?;
+            let got = c
+                .vipl()
+                .peek(buf, u64::from(n))
+                .await
+                .map_err(|_| mismatch("peek"))?;
+            if got != want {
+                return Err(mismatch("bytes"));
+            }
+        }
+        // Nobody sends tag 2: each side's wait gives up after the 1 ms budget (both at
+        // about the same time, so they meet again in MPI_Finalize's barrier).
+        let t = c.vipl().now();
+        let e = c
+            .recv(buf, 4, Source::Rank(peer), TagSel::Tag(Tag(2)))
+            .await;
+        let waited = c.vipl().now() - t;
+        if !matches!(
+            e,
+            Err(vmpi::MpiError::Stalled {
+                call: "MPI_Wait",
+                ..
+            })
+        ) || waited.0 < 1_000_000_000
+        {
+            return Err(mismatch("an unmatched receive did not give up"));
+        }
+        done(c, "budget").await
+    });
+    for r in res {
+        r.expect("every node succeeds");
+    }
+}

@@ -56,8 +56,13 @@ pub struct MpiConfig {
     pub registration: Registration,
     /// Reliability level of the VIs.
     pub reliability: Reliability,
-    /// A wait that sees no completion for this long fails (the run cannot progress).
+    /// A wait that sees no completion for this long fails (the run cannot progress),
+    /// plus [`MpiConfig::byte_time`] for each byte of the synchronous transfers under
+    /// way, times the processes (which may share the links).
     pub progress_timeout: Duration,
+    /// The slowest link's time per byte: what a transfer under way may take per byte
+    /// before a wait gives up.
+    pub byte_time: Duration,
     /// Connect discriminators are `discriminator_base + 64 * lower rank + higher rank`.
     pub discriminator_base: u32,
     /// Connect attempts before giving up.
@@ -75,6 +80,7 @@ impl Default for MpiConfig {
             registration: Registration::PerCall,
             reliability: Reliability::ReliableDelivery,
             progress_timeout: Duration::from_ns(50_000_000),
+            byte_time: Duration::from_ns(8),
             discriminator_base: 0x4D50_0000,
             connect_attempts: 200,
             connect_retry: Duration::from_ns(20_000),
@@ -112,7 +118,7 @@ pub enum MpiError {
         /// What is wrong.
         error: crate::wire::WireError,
     },
-    /// Nothing completed for `progress_timeout` while a call waited.
+    /// Nothing completed for the progress budget while a call waited.
     #[error("{call}: nothing completed for {waited} while waiting; the run cannot progress")]
     Stalled {
         /// The waiting call.

@@ -40,18 +40,33 @@ impl Comm {
     /// Blocks in `VipCQWait` until a completion, and reaps it.
     pub(crate) async fn progress_block(&mut self, call: &'static str) -> Result<(), MpiError> {
         self.stats.blocking_waits += 1;
-        let t = Timeout::After(self.cfg.progress_timeout);
+        let budget = self.progress_budget();
+        let t = Timeout::After(budget);
         match self.vipl.vip_cq_wait(self.cq, t).await {
             Ok(c) => self.handle(c).await,
             Err(VipError::Timeout) => Err(MpiError::Stalled {
                 call,
-                waited: self.cfg.progress_timeout,
+                waited: budget,
             }),
             Err(error) => Err(MpiError::Vipl {
                 call: "VipCQWait",
                 error,
             }),
         }
+    }
+
+    /// How long a wait may see no completion: the base budget, plus the byte time of
+    /// every synchronous byte under way, times the processes sharing the links (a
+    /// 16 MiB transfer completes once, at its end).
+    fn progress_budget(&self) -> sim_kernel::Duration {
+        let bytes = self.p2p.pending_synchronous_bytes();
+        let per = self.cfg.byte_time.0.saturating_mul(u64::from(self.size));
+        sim_kernel::Duration(
+            self.cfg
+                .progress_timeout
+                .0
+                .saturating_add(bytes.saturating_mul(per)),
+        )
     }
 
     /// Makes progress until `done` holds: reaps what has completed, then blocks.

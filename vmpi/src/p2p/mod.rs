@@ -479,6 +479,22 @@ impl P2p {
         }
     }
 
+    /// Bytes of the synchronous transfers this process takes part in that are not
+    /// complete: its sends above the eager limit, and its receives that matched one.
+    #[must_use]
+    pub fn pending_synchronous_bytes(&self) -> u64 {
+        let sends = self
+            .sends
+            .iter()
+            .filter(|s| s.env.len > self.params.eager_limit && !matches!(s.state, SendState::Done))
+            .map(|s| u64::from(s.env.len));
+        let recvs = self.recvs.iter().filter_map(|r| match r.state {
+            RecvState::Synchronous { env, .. } => Some(u64::from(env.len.min(r.cap))),
+            _ => None,
+        });
+        sends.chain(recvs).sum()
+    }
+
     /// Whether a send is complete (`MPI_Test`).
     #[must_use]
     pub fn send_done(&self, send: SendId) -> bool {
