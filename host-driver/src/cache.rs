@@ -178,6 +178,35 @@ impl CacheModel {
         }
     }
 
+    /// Whether a load of the line at `line_pa` whose bytes in memory are `memory` would
+    /// hit (the model is not changed).
+    #[must_use]
+    pub fn would_hit(&self, line_pa: u64, memory: &[u8]) -> bool {
+        self.sets
+            .get(self.set_of(line_pa))
+            .and_then(|set| set.iter().find(|l| l.addr == line_pa))
+            .is_some_and(|l| l.bytes == memory)
+    }
+
+    /// A load of the cached line at `line_pa` that hit at an instant already past (its
+    /// cached copy was what memory held then): the line becomes the most recently used
+    /// of its set, its bytes unchanged. Returns whether it was cached.
+    pub fn touch(&mut self, line_pa: u64) -> bool {
+        let s = self.set_of(line_pa);
+        let Some(set) = self.sets.get_mut(s) else {
+            return false;
+        };
+        match set.iter().position(|l| l.addr == line_pa) {
+            Some(i) => {
+                if let Some(l) = set.remove(i) {
+                    set.push_front(l);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Lines currently cached.
     #[must_use]
     pub fn cached_lines(&self) -> usize {
@@ -229,6 +258,37 @@ mod tests {
             LineAccess::Miss,
             "evicted as least recently used"
         );
+    }
+
+    #[test]
+    fn would_hit_and_touch_keep_the_lru_order_of_loads() {
+        let p = CacheParams {
+            line_bytes: 32,
+            size_bytes: 64,
+            ways: 2,
+        };
+        let z = [0u8; 32];
+        let mut one = [0u8; 32];
+        one[3] = 1;
+        let mut a = CacheModel::new(p);
+        assert!(!a.would_hit(0, &z), "cold");
+        a.load(0, &z);
+        a.load(32, &z);
+        assert!(
+            a.would_hit(0, &z) && !a.would_hit(0, &one),
+            "changed bytes miss"
+        );
+        let mut b = a.clone();
+        // A hit load of line 0 and a touch of it leave the same model behind: line 32
+        // is then the one a new line evicts.
+        assert_eq!(a.load(0, &z), LineAccess::Hit);
+        assert!(b.touch(0));
+        assert!(!b.touch(64), "not cached");
+        for c in [&mut a, &mut b] {
+            assert_eq!(c.load(64, &z), LineAccess::Miss);
+            assert_eq!(c.load(0, &z), LineAccess::Hit);
+            assert_eq!(c.load(32, &z), LineAccess::Miss);
+        }
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub use cache::{CacheModel, CacheParams};
 pub use costs::{ByteRate, CostDoc, CpuCosts};
 pub use cpu::{CpuState, CpuStats, CpuWait, HostCpu, HostCpuParams, ProgramFuture};
 pub use msg::{HostIncoming, HostMsg};
-pub use ops::{PollCond, PollOutcome};
+pub use ops::{PollCond, PollOutcome, PollTarget, ScanOutcome};
 pub use program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
 pub use vipl::{
     Completion, ConnHandle, ConnectRequestInfo, CqCompletion, CqHandle, NetAddress, NicAttributes,

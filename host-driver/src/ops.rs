@@ -125,6 +125,21 @@ pub enum Op {
         /// Loop cost per iteration, besides the load \[cycles\].
         iteration: Cycles,
     },
+    /// A poll loop over several words (`VipCQWait`'s scan of every work queue's head
+    /// status): each iteration loads the targets one after the other, each load at its
+    /// own time and costed like [`Op::Read`] of the target's width (line cost plus copy
+    /// cost), and ends the poll at the first whose condition holds; after a scan that
+    /// found none it gives up if `deadline` has passed, else pays `iteration` cycles and
+    /// scans again.
+    PollAny {
+        /// The polled words, in scan order.
+        targets: Vec<PollTarget>,
+        /// Give up after the first unsuccessful scan that ends at or after this instant
+        /// (`None`: never).
+        deadline: Option<Time>,
+        /// Loop cost per scan, besides the loads \[cycles\].
+        iteration: Cycles,
+    },
     /// Map every unmapped page of `[va, va + len)` to fresh, scattered frames.
     Map {
         /// First byte \[process VA\].
@@ -152,6 +167,25 @@ pub struct PollOutcome {
     pub last: Vec<u8>,
 }
 
+/// One word an [`Op::PollAny`] polls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PollTarget {
+    /// Address polled \[process VA\].
+    pub va: u64,
+    /// What ends the poll.
+    pub cond: PollCond,
+}
+
+/// How an [`Op::PollAny`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanOutcome {
+    /// The index of the target whose condition held (the first in scan order of the
+    /// last scan); `None`: the deadline passed.
+    pub found: Option<usize>,
+    /// Scans run, the last included \[iterations\].
+    pub iterations: u64,
+}
+
 /// The CPU's answer to an [`Op`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OpResult {
@@ -165,6 +199,8 @@ pub enum OpResult {
     Pages(Vec<u64>),
     /// A poll ended.
     Polled(PollOutcome),
+    /// A poll over several words ended.
+    Scanned(ScanOutcome),
     /// A count (pages newly mapped by [`Op::Map`]).
     Count(u64),
     /// The memory access could not be done (unmapped page, outside memory).

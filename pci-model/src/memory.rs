@@ -45,6 +45,14 @@ impl HostMemory {
         self.watches.push((start, len, who));
     }
 
+    /// Watches every range `(start, len)` of `ranges` for `who` (a poll over several
+    /// lines), replacing `who`'s earlier watch; a write into any of them is noted once.
+    pub fn watch_all(&mut self, ranges: impl IntoIterator<Item = (u64, u64)>, who: ComponentId) {
+        self.unwatch(who);
+        self.watches
+            .extend(ranges.into_iter().map(|(start, len)| (start, len, who)));
+    }
+
     /// Ends `who`'s watch, if any.
     pub fn unwatch(&mut self, who: ComponentId) {
         self.watches.retain(|w| w.2 != who);
@@ -264,6 +272,28 @@ mod tests {
         ));
         assert!(HostMemory::new(Bytes(1000), 1).is_err());
         assert!(HostMemory::new(Bytes(0), 1).is_err());
+    }
+
+    #[test]
+    fn watches_of_several_ranges_note_each_watcher_once() {
+        let mut m = HostMemory::new(Bytes(64 * PAGE_SIZE), 1).unwrap();
+        let (a, b) = (ComponentId(3), ComponentId(4));
+        m.watch(0x100, 32, b);
+        m.watch_all([(0x1000, 32), (0x2000, 32)], a);
+        m.write(0x1020, &[1]).unwrap(); // just past the first range
+        assert!(!m.has_hits());
+        m.write(0x201F, &[1, 2]).unwrap(); // straddles the second range's end
+        m.write(0x1000, &[1]).unwrap();
+        assert_eq!(m.take_hits(), vec![a], "one notice for both ranges");
+        m.watch_all([(0x3000, 32)], a); // replaces a's ranges
+        m.write(0x1000, &[2]).unwrap();
+        assert!(!m.has_hits());
+        m.write(0x3000, &[2]).unwrap();
+        m.write(0x100, &[2]).unwrap();
+        assert_eq!(m.take_hits(), vec![a, b]);
+        m.unwatch(a);
+        m.write(0x3000, &[3]).unwrap();
+        assert!(!m.has_hits());
     }
 
     #[test]

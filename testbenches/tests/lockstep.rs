@@ -12,11 +12,25 @@
 //! test --release -p testbenches --test lockstep` adds 65536 bytes on every preset and
 //! more random cases. Two tests break a fast path by one clock on purpose (the poll
 //! fast path; the PCI bus's untraced look-ahead) and check that it is caught.
+//!
+//! MPI runs wait in `VipCQWait`, a poll over several words that the fast mode parks:
+//! the same comparison on `hvia mpi pingpong`'s program at 4, 1460, 8192 (eager),
+//! 8193 and 32768 bytes (synchronous), on `hvia mpi bcast`'s four-rank program
+//! (barriers, broadcasts, an all-reduce behind the switch), on a wait that gives up at
+//! its budget (the parked wait's deadline wake-up) and on random sizes, clocks, poll
+//! costs and registration modes; a CQ wait woken one scan late is caught.
 
+use host_driver::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult, Vipl};
 use proptest::prelude::*;
-use testbenches::config::{SimStepping, SystemConfig, PRESETS};
+use std::rc::Rc;
+use testbenches::config::{ConfigSource, SimStepping, SystemConfig, PRESETS};
 use testbenches::system::world::Comp;
-use testbenches::system::{run_pingpong_adjusted, Op, PingPongRun, PingPongSpec, System};
+use testbenches::system::{
+    run_pingpong_adjusted, run_spmd_adjusted, Op, PingPongRun, PingPongSpec, System,
+};
+use via_abi::MacAddr;
+use vmpi::programs::{mpi_bcast, mpi_pingpong, Bench};
+use vmpi::{Comm, MpiConfig, MpiError, Rank, Source, Tag, TagSel};
 
 /// Everything a run shows, in comparable form.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,7 +44,6 @@ struct Observed {
 }
 
 fn observe(r: &PingPongRun) -> Observed {
-    let sys: &System = &r.system;
     let records = r
         .initiator
         .iterations
@@ -38,6 +51,11 @@ fn observe(r: &PingPongRun) -> Observed {
         .chain(&r.responder.iterations)
         .map(|i| format!("{:?}", i))
         .collect();
+    observe_system(&r.system, records, r.one_way.0)
+}
+
+/// What `sys` shows after a run whose programs recorded `records`.
+fn observe_system(sys: &System, records: Vec<String>, one_way_ps: u64) -> Observed {
     let memories = sys
         .world
         .store
@@ -68,14 +86,17 @@ fn observe(r: &PingPongRun) -> Observed {
         .collect();
     // The same spans and transitions at the same times; a lazily stepped bus records
     // them later in the run than one stepped clock by clock, so the order of recording
-    // is not compared (each component's own transitions keep theirs: the sort is stable).
+    // is not compared (each state machine's own transitions keep theirs: the sort is
+    // stable). Machines of one component that change at the same instant are ordered by
+    // name: the switch's per-port transmitters starting together record in the order
+    // their frames were queued, which a lazily stepped bus may change.
     let trace = sys.kernel.trace();
     let mut spans = trace.spans().to_vec();
     spans.sort_by_key(|s| (s.start, s.end, s.component, s.domain, s.stage, s.msg));
     let mut transitions = trace.transitions().to_vec();
-    transitions.sort_by_key(|t| (t.component, t.time));
+    transitions.sort_by_key(|t| (t.component, t.time, t.machine));
     Observed {
-        one_way_ps: r.one_way.0,
+        one_way_ps,
         records,
         spans,
         transitions,
@@ -91,6 +112,23 @@ struct Skew {
     poll: u64,
     /// A bus woken this many clocks late for a device transaction's end (untraced).
     bus: u64,
+    /// A parked poll over several words (`VipCQWait`) woken this many scans late.
+    scan: u64,
+}
+
+/// Applies `skew` to every CPU and bus of `sys`.
+fn break_fast_paths(sys: &mut System, skew: Skew) {
+    for n in 0..sys.nodes.len() {
+        if let Some(c) = sys.cpu_mut(n) {
+            c.set_fast_poll_skew_cycles(skew.poll);
+            c.set_fast_scan_skew_iterations(skew.scan);
+        }
+    }
+    for (_, part) in sys.world.iter_mut() {
+        if let Comp::SystemBus(_, b) | Comp::LocalBus(_, b) = part {
+            b.set_untraced_skew_clocks(skew.bus);
+        }
+    }
 }
 
 fn run(
@@ -111,19 +149,8 @@ fn run(
         trace,
         recv_post: testbenches::system::RecvPost::Timed,
     };
-    run_pingpong_adjusted(&cfg, spec, |sys| {
-        for n in 0..sys.nodes.len() {
-            if let Some(c) = sys.cpu_mut(n) {
-                c.set_fast_poll_skew_cycles(skew.poll);
-            }
-        }
-        for (_, part) in sys.world.iter_mut() {
-            if let Comp::SystemBus(_, b) | Comp::LocalBus(_, b) = part {
-                b.set_untraced_skew_clocks(skew.bus);
-            }
-        }
-    })
-    .unwrap_or_else(|e| panic!("{} {size} B {stepping:?}: {e}", op.name()))
+    run_pingpong_adjusted(&cfg, spec, |sys| break_fast_paths(sys, skew))
+        .unwrap_or_else(|e| panic!("{} {size} B {stepping:?}: {e}", op.name()))
 }
 
 /// Runs both modes, the fast one with and without a trace (without one, a bus is not
@@ -172,7 +199,18 @@ fn difference(a: &Observed, b: &Observed) -> Option<String> {
             i.map(|i| &b.spans[i])
         )
     } else if a.transitions != b.transitions {
-        "state transitions".to_owned()
+        let i = a
+            .transitions
+            .iter()
+            .zip(&b.transitions)
+            .position(|(x, y)| x != y);
+        format!(
+            "state transition {i:?} of {} / {}: {:?} vs {:?}",
+            a.transitions.len(),
+            b.transitions.len(),
+            i.map(|i| &a.transitions[i]),
+            i.map(|i| &b.transitions[i])
+        )
     } else if a.memories != b.memories {
         "memory contents".to_owned()
     } else {
@@ -215,7 +253,10 @@ fn fast_stepping_equals_exact_on_every_preset() {
 #[test]
 fn a_fast_path_off_by_one_clock_is_caught() {
     let cfg = preset("hvia-ge");
-    let skew = Skew { poll: 1, bus: 0 };
+    let skew = Skew {
+        poll: 1,
+        ..Skew::default()
+    };
     let d = disagreement(&cfg, Op::RdmaWrite, 4, skew);
     assert!(d.is_some(), "a poll woken one clock late went unnoticed");
 }
@@ -227,7 +268,10 @@ fn a_fast_path_off_by_one_clock_is_caught() {
 #[test]
 fn a_bus_look_ahead_off_by_one_clock_is_caught() {
     let cfg = preset("hvia-ge");
-    let skew = Skew { poll: 0, bus: 1 };
+    let skew = Skew {
+        bus: 1,
+        ..Skew::default()
+    };
     let outcome = std::panic::catch_unwind(|| disagreement(&cfg, Op::RdmaWrite, 1460, skew));
     assert!(
         !matches!(outcome, Ok(None)),
@@ -256,5 +300,218 @@ proptest! {
         cfg.host.costs.poll_iteration_cycles = poll_cycles;
         let op = if send_recv { Op::SendRecv } else { Op::RdmaWrite };
         prop_assert_eq!(disagreement(&cfg, op, size, Skew::default()), None);
+    }
+}
+
+// MPI: a process waiting for a message sits in `VipCQWait`, a poll over the head status
+// of every work queue tied to its completion queue (`Op::PollAny`), which the fast mode
+// parks until a write into one of those lines or the wait's deadline.
+
+/// The MPI programs the lockstep tests run.
+#[derive(Clone, Debug)]
+enum MpiCase {
+    /// `hvia mpi pingpong`'s program between two ranks at these sizes (eager up to the
+    /// 8 KiB limit, synchronous above it).
+    PingPong(Vec<u32>),
+    /// `hvia mpi bcast`'s program (barriers, binomial broadcasts, an all-reduce) on
+    /// four ranks behind the store-and-forward switch.
+    Bcast4(Vec<u32>),
+    /// Two ranks: a 16 KiB synchronous message, then a receive nothing matches, which
+    /// gives up after the wait budget (200 us here): a parked wait's deadline wake-up.
+    GiveUp,
+}
+
+impl MpiCase {
+    fn nodes(&self) -> u32 {
+        match self {
+            MpiCase::Bcast4(_) => 4,
+            MpiCase::PingPong(_) | MpiCase::GiveUp => 2,
+        }
+    }
+}
+
+fn mpi_preset(nodes: u32) -> SystemConfig {
+    let n = format!("topology.nodes={nodes}");
+    let mut sets = vec![n.as_str()];
+    if nodes > 2 {
+        sets.push("topology.switch=store-and-forward");
+    }
+    SystemConfig::load(&ConfigSource::Preset("hvia-ge".into()), &sets).expect("valid")
+}
+
+/// The program of [`MpiCase::GiveUp`]: its record is the unmatched receive's wait.
+async fn give_up(v: Vipl, rank: Rank, macs: Vec<MacAddr>, cfg: MpiConfig) -> ProgramResult {
+    let mut c = Comm::init(v, rank, macs, cfg).await?;
+    let n: u32 = 16 * 1024;
+    let buf = c.vipl().malloc(u64::from(n), 64).await.call("malloc")?;
+    let peer = Rank(1 - rank.0);
+    if rank == Rank(0) {
+        c.send(buf, n, peer, Tag(1)).await?;
+    } else {
+        c.recv(buf, n, Source::Rank(peer), TagSel::Tag(Tag(1)))
+            .await?;
+    }
+    let start = c.vipl().now();
+    let e = c
+        .recv(buf, 4, Source::Rank(peer), TagSel::Tag(Tag(2)))
+        .await;
+    if !matches!(e, Err(MpiError::Stalled { .. })) {
+        return Err(ProgramError::Protocol(
+            "an unmatched receive did not give up",
+        ));
+    }
+    let gave_up = IterationRecord {
+        index: 0,
+        bytes: 4,
+        start,
+        end: c.vipl().now(),
+        verified_bytes: 0,
+        warmup: false,
+    };
+    let v = c.finalize().await?;
+    Ok(ProgramReport {
+        program: "give-up",
+        iterations: vec![gave_up],
+        finished: v.now(),
+        ..ProgramReport::default()
+    })
+}
+
+/// Runs `case` on `cfg` (its node count set) in `stepping`, with `skew`.
+fn run_mpi(
+    cfg: &SystemConfig,
+    case: &MpiCase,
+    stepping: SimStepping,
+    skew: Skew,
+    trace: bool,
+) -> (Observed, u64) {
+    let mut cfg = cfg.clone();
+    cfg.sim.stepping = stepping;
+    let mpi = cfg.mpi_config();
+    let adjust = |sys: &mut System| break_fast_paths(sys, skew);
+    let bench = |sizes: &[u32]| Bench {
+        sizes: sizes.to_vec(),
+        iterations: 1,
+        warmup: 1,
+    };
+    let run = match case {
+        MpiCase::PingPong(sizes) => {
+            let b = bench(sizes);
+            run_spmd_adjusted(&cfg, trace, adjust, move |v, rank, macs| {
+                mpi_pingpong(v, rank, macs, mpi, b.clone(), Rc::default())
+            })
+        }
+        MpiCase::Bcast4(sizes) => {
+            let b = bench(sizes);
+            run_spmd_adjusted(&cfg, trace, adjust, move |v, rank, macs| {
+                mpi_bcast(v, rank, macs, mpi, b.clone(), Rc::default())
+            })
+        }
+        MpiCase::GiveUp => {
+            let short = MpiConfig {
+                progress_timeout: sim_kernel::Duration::from_ns(200_000),
+                ..mpi
+            };
+            run_spmd_adjusted(&cfg, trace, adjust, move |v, rank, macs| {
+                give_up(v, rank, macs, short)
+            })
+        }
+    };
+    let (reports, sys) = run.unwrap_or_else(|e| panic!("{case:?} {stepping:?}: {e}"));
+    let records = reports.iter().map(|r| format!("{r:?}")).collect();
+    let events = sys.kernel.stats().events;
+    (observe_system(&sys, records, 0), events)
+}
+
+/// [`disagreement`] for an MPI case: both modes, the fast one traced and untraced.
+fn mpi_disagreement(cfg: &SystemConfig, case: &MpiCase, skew: Skew) -> Option<String> {
+    assert_eq!(
+        cfg.topology.nodes,
+        case.nodes(),
+        "{case:?} on its node count"
+    );
+    let (a, exact_events) = run_mpi(cfg, case, SimStepping::Exact, Skew::default(), true);
+    for trace in [true, false] {
+        let (b, events) = run_mpi(cfg, case, SimStepping::Fast, skew, trace);
+        assert!(
+            events <= exact_events,
+            "the fast mode takes more events ({events} > {exact_events})"
+        );
+        let mut a = a.clone();
+        if !trace {
+            assert!(b.spans.is_empty() && b.transitions.is_empty());
+            a.spans.clear();
+            a.transitions.clear();
+        }
+        if let Some(d) = difference(&a, &b) {
+            let untraced = if trace { "" } else { " (untraced)" };
+            return Some(format!("{case:?}{untraced}: {d}"));
+        }
+    }
+    None
+}
+
+#[test]
+fn fast_stepping_equals_exact_on_mpi_pingpong() {
+    let limit = MpiConfig::default().eager_limit;
+    assert_eq!(limit, 8192, "the sizes below straddle the eager limit");
+    let case = MpiCase::PingPong(vec![4, 1460, 8192, 8193, 32768]);
+    if let Some(d) = mpi_disagreement(&mpi_preset(2), &case, Skew::default()) {
+        panic!("{d}");
+    }
+}
+
+#[test]
+fn fast_stepping_equals_exact_on_a_four_rank_collective() {
+    let case = MpiCase::Bcast4(vec![4, 5000]);
+    if let Some(d) = mpi_disagreement(&mpi_preset(4), &case, Skew::default()) {
+        panic!("{d}");
+    }
+}
+
+/// A wait that parks still gives up at its deadline, at the same instant in both modes.
+#[test]
+fn a_parked_mpi_wait_gives_up_at_its_deadline_in_both_modes() {
+    if let Some(d) = mpi_disagreement(&mpi_preset(2), &MpiCase::GiveUp, Skew::default()) {
+        panic!("{d}");
+    }
+}
+
+#[test]
+fn a_completion_queue_wait_woken_one_scan_late_is_caught() {
+    let skew = Skew {
+        scan: 1,
+        ..Skew::default()
+    };
+    let d = mpi_disagreement(&mpi_preset(2), &MpiCase::PingPong(vec![4]), skew);
+    assert!(d.is_some(), "a CQ wait woken one scan late went unnoticed");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if long() { 24 } else { 4 },
+        .. ProptestConfig::default()
+    })]
+
+    /// Random MPI message sizes and clocks (CPU edges that fall between the bus's, so a
+    /// write's notice lands up to a clock after the load that first sees it): the two
+    /// modes agree.
+    #[test]
+    fn fast_stepping_equals_exact_on_random_mpi_configurations(
+        size in 1u32..20000,
+        cpu_mhz in prop::sample::select(vec![400.0, 600.0, 800.0, 1000.0]),
+        pci_mhz in prop::sample::select(vec![25.0, 33.0, 66.0]),
+        poll_cycles in 4u32..40,
+        cache in any::<bool>(),
+    ) {
+        let mut cfg = mpi_preset(2);
+        cfg.host.cpu_clock_mhz = cpu_mhz;
+        cfg.pci.system.clock_mhz = pci_mhz;
+        cfg.host.costs.poll_iteration_cycles = poll_cycles;
+        if cache {
+            cfg.mpi.registration = testbenches::config::MpiRegistration::Cache;
+        }
+        let d = mpi_disagreement(&cfg, &MpiCase::PingPong(vec![size]), Skew::default());
+        prop_assert_eq!(d, None);
     }
 }

@@ -8,13 +8,10 @@
 //! `copy.cost(len)` for moving the bytes. The bytes are read or written at the instant
 //! the op starts; the program resumes when the cost has passed.
 
-use super::{CpuState, HostCpu, PollRun, Wait};
+use super::{CpuState, HostCpu, PollRun, Wait, POLL_LINE_MAX};
 use crate::cache::LineAccess;
 use crate::msg::HostMsg;
-use crate::ops::{Op, OpResult, PollOutcome};
-
-/// Largest cache line the poll fast path handles (larger lines take the general path).
-const POLL_LINE_MAX: usize = 128;
+use crate::ops::{Op, OpResult, PollCond, PollOutcome};
 use pci_model::{HostMemory, MemError, PciMsg};
 use sim_kernel::{Ctx, Cycles, Duration, Time};
 
@@ -144,6 +141,11 @@ impl HostCpu {
                 };
                 self.poll_iteration(run, ctx.now(), ctx, mem)
             }
+            Op::PollAny {
+                targets,
+                deadline,
+                iteration,
+            } => self.scan_start(targets, deadline, iteration, ctx, mem),
             Op::Map { va, len } => {
                 let before = self.page_table.mapped_pages();
                 Some(match self.page_table.map_range(va, len, mem) {
@@ -226,7 +228,7 @@ impl HostCpu {
         mem: &mut HostMemory,
     ) -> Option<OpResult> {
         let mut buf = [0u8; POLL_LINE_MAX];
-        let (load, bytes) = match self.poll_load(mem, &mut run, &mut buf) {
+        let (load, bytes) = match self.poll_load(mem, run.va, run.cond, &mut run.place, &mut buf) {
             Ok(x) => x,
             Err(e) => return Some(OpResult::Fault(e)),
         };
@@ -280,24 +282,27 @@ impl HostCpu {
         None
     }
 
-    /// One poll iteration's load: the same accounting as [`Self::costed`] for a load,
-    /// without its allocations and page walk once the polled bytes' place is known (a
-    /// poll iteration is most of the simulator's events). Returns the cost and the
-    /// polled bytes (in `buf` when they come from the fast path).
-    fn poll_load<'b>(
+    /// One poll iteration's load of the bytes `cond` reads at `va`: the same
+    /// accounting as [`Self::costed`] for a load, without its allocations and page walk
+    /// once the polled bytes' `place` is known (a poll iteration is most of the
+    /// simulator's events). Returns the line cost and the polled bytes (in `buf` when
+    /// they come from the fast path).
+    pub(super) fn poll_load<'b>(
         &mut self,
         mem: &mut HostMemory,
-        run: &mut PollRun,
+        va: u64,
+        cond: PollCond,
+        place: &mut Option<(u64, u64)>,
         buf: &'b mut [u8; POLL_LINE_MAX],
     ) -> Result<(Cycles, std::borrow::Cow<'b, [u8]>), MemError> {
-        let width = run.cond.width();
-        let Some((pa, line)) = run.place else {
-            let (cost, bytes) = self.costed(mem, run.va, width, None)?;
-            run.place = self.poll_place(run.va, width);
+        let width = cond.width();
+        let Some((pa, line)) = *place else {
+            let (cost, bytes) = self.costed(mem, va, width, None)?;
+            *place = self.poll_place(va, width);
             return Ok((cost, std::borrow::Cow::Owned(bytes)));
         };
         let n = usize::try_from(self.cache.line_bytes()).unwrap_or(POLL_LINE_MAX);
-        let line_bytes = buf.get_mut(..n).ok_or(MemError::Unmapped { va: run.va })?;
+        let line_bytes = buf.get_mut(..n).ok_or(MemError::Unmapped { va })?;
         mem.read(line, line_bytes)?;
         let c = self.params.costs;
         let cost = match self.cache.load(line, line_bytes) {
@@ -316,9 +321,7 @@ impl HostCpu {
         };
         let off = usize::try_from(pa - line).unwrap_or(0);
         let w = usize::try_from(width).unwrap_or(0);
-        let bytes = buf
-            .get(off..off + w)
-            .ok_or(MemError::Unmapped { va: run.va })?;
+        let bytes = buf.get(off..off + w).ok_or(MemError::Unmapped { va })?;
         Ok((cost, std::borrow::Cow::Borrowed(bytes)))
     }
 

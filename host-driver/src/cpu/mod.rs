@@ -24,7 +24,9 @@
 //! A single future, polled with a no-op waker only when the CPU handles a message (see
 //! [`crate::ops`]). Ops of zero cost run within the same instant; any other op ends with
 //! one self wake-up after its cost, a PCI completion, or (polls) one wake-up per loop
-//! iteration. Nothing depends on wall time or hash order: a run is deterministic.
+//! iteration (per load for a poll over several words, `scan`), none while a fast poll
+//! is parked on its cached lines. Nothing depends on wall time or hash order: a run is
+//! deterministic.
 //!
 //! # Statistics
 //!
@@ -32,6 +34,7 @@
 //! iterations, cache hits and misses.
 
 mod exec;
+mod scan;
 mod types;
 
 pub use types::{CpuState, CpuStats, CpuWait, HostCpuParams};
@@ -47,6 +50,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
+
+/// Largest cache line the poll fast paths handle (larger lines take the general path).
+const POLL_LINE_MAX: usize = 128;
 
 /// A loaded host program.
 pub type ProgramFuture = Pin<Box<dyn Future<Output = ProgramResult>>>;
@@ -91,6 +97,11 @@ pub(crate) enum Wait {
         /// The cost of one hit iteration.
         hit: Cycles,
     },
+    /// The wake-up for the next load of a poll over several words (`Op::PollAny`).
+    Scan(scan::ScanRun),
+    /// A poll over several words that stopped stepping (fast polls) until a write into
+    /// one of its lines or its deadline's wake-up.
+    ScanParked(scan::ScanPark),
 }
 
 /// The host CPU component (see the module doc).
@@ -170,6 +181,12 @@ impl HostCpu {
         self.params.fast_poll_skew_cycles = cycles;
     }
 
+    /// Test hook: see [`HostCpuParams::fast_scan_skew_iterations`].
+    #[doc(hidden)]
+    pub fn set_fast_scan_skew_iterations(&mut self, scans: u64) {
+        self.params.fast_scan_skew_iterations = scans;
+    }
+
     /// The process page table (to read or check process memory from a testbench).
     #[must_use]
     pub fn page_table(&self) -> &PageTable {
@@ -233,6 +250,12 @@ impl HostCpu {
             Wait::Poll(run) | Wait::Parked { run, .. } => CpuWait::Poll {
                 va: run.va,
                 cond: run.cond,
+                deadline: run.deadline,
+                since: run.start,
+                iterations: run.iterations,
+            },
+            Wait::Scan(run) | Wait::ScanParked(scan::ScanPark { run, .. }) => CpuWait::PollAny {
+                vas: run.targets.iter().map(|t| t.va).collect(),
                 deadline: run.deadline,
                 since: run.start,
                 iterations: run.iterations,
@@ -302,6 +325,12 @@ impl HostCpu {
                 match std::mem::take(&mut self.wait) {
                     Wait::Timer { result } => self.resume(result, ctx, mem),
                     Wait::Poll(run) => self.poll_step(run, ctx, mem),
+                    Wait::Scan(run) => {
+                        if let Some(result) = self.scan_steps(run, ctx, mem) {
+                            self.resume(result, ctx, mem);
+                        }
+                    }
+                    Wait::ScanParked(park) => self.scan_expire(park, ctx, mem),
                     other => {
                         self.stats.unexpected += 1;
                         tracing::warn!(target: "host::cpu", ?other, "wake-up while waiting for the bus");
@@ -336,6 +365,9 @@ impl HostCpu {
             }
             (PciMsg::WatchedWrite { at }, Wait::Parked { run, next, hit }) => {
                 self.unpark(run, next, hit, at, ctx, mem);
+            }
+            (PciMsg::WatchedWrite { at }, Wait::ScanParked(park)) => {
+                self.scan_unpark(park, at, ctx, mem);
             }
             (PciMsg::WatchedWrite { .. }, wait) => {
                 // A write noted before the poll it was for ended or re-parked: the

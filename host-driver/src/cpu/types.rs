@@ -45,14 +45,21 @@ pub struct HostCpuParams {
     /// loaded the polled line, the CPU stops stepping its iterations and watches the
     /// line in host memory; a write into it wakes the CPU at the first iteration that
     /// sees it, with every skipped iteration accounted as the cache hit it would have
-    /// been. Polls with a deadline are always stepped. false: every iteration is an
-    /// event (`"exact"`, the reference the lockstep tests compare against).
+    /// been. Such single-word polls with a deadline are always stepped; a poll over
+    /// several words (`VipCQWait`) parks the same way on all its lines, deadline or not
+    /// (a wake-up at the scan that gives up). false: every iteration (every load of a
+    /// scan) is an event (`"exact"`, the reference the lockstep tests compare against).
     pub fast_poll: bool,
     /// Test hook: moves the iteration a watched write wakes by this many cycles, i.e.
     /// deliberately breaks the fast path (the lockstep harness must notice). 0 in every
     /// real run.
     #[doc(hidden)]
     pub fast_poll_skew_cycles: u64,
+    /// Test hook: moves the scan a watched write wakes a parked poll over several words
+    /// (`VipCQWait`) by this many scans, i.e. deliberately breaks that fast path (the
+    /// lockstep harness must notice). 0 in every real run.
+    #[doc(hidden)]
+    pub fast_scan_skew_iterations: u64,
 }
 
 impl Default for HostCpuParams {
@@ -71,6 +78,7 @@ impl Default for HostCpuParams {
             doorbell_names_descriptor: false,
             fast_poll: true,
             fast_poll_skew_cycles: 0,
+            fast_scan_skew_iterations: 0,
         }
     }
 }
@@ -191,6 +199,18 @@ pub enum CpuWait {
         /// Iterations so far.
         iterations: u64,
     },
+    /// In a polling loop over several words of process memory (`VipCQWait`: the head
+    /// status of every work queue tied to the completion queue) for a done bit in any.
+    PollAny {
+        /// The polled addresses, in scan order \[process VA\].
+        vas: Vec<u64>,
+        /// When the poll gives up (`None`: never).
+        deadline: Option<Time>,
+        /// When the poll started.
+        since: Time,
+        /// Scans so far.
+        iterations: u64,
+    },
 }
 
 impl CpuWait {
@@ -199,7 +219,10 @@ impl CpuWait {
     /// ever change the polled bytes and the run is stalled.
     #[must_use]
     pub fn needs_outside_change(&self) -> bool {
-        matches!(self, CpuWait::Poll { deadline: None, .. })
+        matches!(
+            self,
+            CpuWait::Poll { deadline: None, .. } | CpuWait::PollAny { deadline: None, .. }
+        )
     }
 
     /// Whether the program waits, with no deadline, for something only the card or the
@@ -255,6 +278,25 @@ impl fmt::Display for CpuWait {
                 write!(
                     f,
                     "polls VA {va:#x} since {since} ({iterations} iterations) for {what}"
+                )?;
+                match deadline {
+                    Some(d) => write!(f, ", until {d}"),
+                    None => write!(f, ", with no deadline"),
+                }
+            }
+            CpuWait::PollAny {
+                vas,
+                deadline,
+                since,
+                iterations,
+            } => {
+                write!(f, "polls {} words (VA", vas.len())?;
+                for va in vas {
+                    write!(f, " {va:#x}")?;
+                }
+                write!(
+                    f,
+                    ") since {since} ({iterations} scans) for a done bit in any"
                 )?;
                 match deadline {
                     Some(d) => write!(f, ", until {d}"),

@@ -6,8 +6,10 @@
 //! before receive) and reports the first that has completed. As in VIPL, the descriptor
 //! stays on its work queue until `VipSendDone` / `VipRecvDone` reaps it.
 
+use super::complete::STATUS_OFFSET;
 use super::{CqCompletion, CqHandle, NicHandle, Timeout, ViHandle, VipError, VipResult, Vipl};
-use via_abi::WorkQueue;
+use crate::ops::{PollCond, PollTarget};
+use via_abi::{Status, WorkQueue};
 
 impl Vipl {
     /// **VipCreateCQ**: a completion queue of `entries` entries.
@@ -71,28 +73,45 @@ impl Vipl {
 
     /// **VipCQWait**: waits until [`Vipl::vip_cq_done`] would report a completion.
     ///
+    /// The loop of a C library: scan the candidates' status words as `VipCQDone` does,
+    /// and if none is done and the timeout has not passed, `poll_iteration` cycles and
+    /// scan again. Nothing else runs meanwhile, so the candidates stay the same; the
+    /// CPU runs it as one poll over their words ([`Op::PollAny`](crate::ops::Op::PollAny)),
+    /// each load at its own time as the separate loads of `VipCQDone`'s scan are.
+    ///
     /// # Errors
     /// `VIP_INVALID_PARAMETER`: unknown CQ; `VIP_TIMEOUT`.
     pub async fn vip_cq_wait(&mut self, cq: CqHandle, timeout: Timeout) -> VipResult<CqCompletion> {
         let start = self.now();
         self.compute(self.cfg.costs.vipl_call).await;
         let deadline = self.deadline(timeout);
-        let r = loop {
-            match self.cq_scan(cq).await {
-                Err(VipError::NotDone) => {}
-                other => break other,
+        let r = match self.cq_candidates(cq) {
+            Ok(candidates) => {
+                let done = PollCond::AnyBits32(Status::DONE.bits());
+                let targets = candidates
+                    .iter()
+                    .map(|c| PollTarget {
+                        va: c.va + STATUS_OFFSET,
+                        cond: done,
+                    })
+                    .collect();
+                match self.poll_any(targets, deadline).await {
+                    Ok(s) => match s.found.and_then(|i| candidates.get(i)) {
+                        Some(&c) => Ok(self.notify(c)),
+                        None => Err(VipError::InvalidParameter),
+                    },
+                    Err(e) => Err(e),
+                }
             }
-            if deadline.is_some_and(|d| self.now() >= d) {
-                break Err(VipError::Timeout);
-            }
-            self.compute(self.cfg.costs.poll_iteration).await;
+            Err(e) => Err(e),
         };
         self.end_call("VipCQWait", start, &r);
         r
     }
 
-    /// One pass over the work queues tied to `cq`.
-    async fn cq_scan(&mut self, cq: CqHandle) -> VipResult<CqCompletion> {
+    /// The oldest not-yet-reported descriptor of each work queue tied to `cq`, in scan
+    /// order (VIs in number order, send before receive).
+    fn cq_candidates(&self, cq: CqHandle) -> VipResult<Vec<Candidate>> {
         if !self.cqs.contains_key(&cq.0) {
             return Err(VipError::InvalidParameter);
         }
@@ -103,26 +122,52 @@ impl Vipl {
                 (WorkQueue::Receive, e.recv_cq, &e.recv),
             ] {
                 if tied == Some(cq) {
-                    if let Some((i, p)) = q.iter().enumerate().find(|(_, p)| !p.notified) {
-                        candidates.push((n, queue, i, p.va));
+                    if let Some((index, p)) = q.iter().enumerate().find(|(_, p)| !p.notified) {
+                        candidates.push(Candidate {
+                            vi: n,
+                            queue,
+                            index,
+                            va: p.va,
+                        });
                     }
                 }
             }
         }
-        for (n, queue, i, va) in candidates {
-            if self.read_status(va).await?.is_done() {
-                if let Some(p) = self.vis.get_mut(&n).and_then(|e| match queue {
-                    WorkQueue::Send => e.send.get_mut(i),
-                    WorkQueue::Receive => e.recv.get_mut(i),
-                }) {
-                    p.notified = true;
-                }
-                return Ok(CqCompletion {
-                    vi: ViHandle(n),
-                    queue,
-                });
+        Ok(candidates)
+    }
+
+    /// Marks a candidate whose descriptor has completed as reported.
+    fn notify(&mut self, c: Candidate) -> CqCompletion {
+        if let Some(p) = self.vis.get_mut(&c.vi).and_then(|e| match c.queue {
+            WorkQueue::Send => e.send.get_mut(c.index),
+            WorkQueue::Receive => e.recv.get_mut(c.index),
+        }) {
+            p.notified = true;
+        }
+        CqCompletion {
+            vi: ViHandle(c.vi),
+            queue: c.queue,
+        }
+    }
+
+    /// One pass over the work queues tied to `cq`.
+    async fn cq_scan(&mut self, cq: CqHandle) -> VipResult<CqCompletion> {
+        for c in self.cq_candidates(cq)? {
+            if self.read_status(c.va).await?.is_done() {
+                return Ok(self.notify(c));
             }
         }
         Err(VipError::NotDone)
     }
+}
+
+/// A descriptor a completion-queue scan reads the status of.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    vi: u16,
+    queue: WorkQueue,
+    /// Its place on the work queue.
+    index: usize,
+    /// Its address \[process VA\].
+    va: u64,
 }

@@ -6,7 +6,7 @@
 
 use super::{Timeout, VipError, VipResult, Vipl};
 use crate::costs::{CpuCosts, CPU_PERIOD_PS};
-use crate::ops::{Op, OpFuture, OpResult, PollCond, PollOutcome};
+use crate::ops::{Op, OpFuture, OpResult, PollCond, PollOutcome, PollTarget, ScanOutcome};
 use pci_model::{TxnStatus, PAGE_SIZE};
 use sim_kernel::{Cycles, Duration, MsgId, Time};
 
@@ -188,6 +188,31 @@ impl Vipl {
         match self.op(op).await {
             OpResult::Polled(p) if p.satisfied => Ok(p),
             OpResult::Polled(_) => Err(VipError::Timeout),
+            _ => Err(VipError::InvalidParameter),
+        }
+    }
+
+    /// Polls several words (in scan order) until one's condition holds, each scan
+    /// costing `poll_iteration` cycles plus its loads (see
+    /// [`Op::PollAny`](crate::ops::Op::PollAny)); gives up after the first scan that
+    /// ends at or after `deadline`.
+    ///
+    /// # Errors
+    /// `VIP_TIMEOUT` when the deadline passes first; `VIP_INVALID_PARAMETER` for an
+    /// unmapped address.
+    pub async fn poll_any(
+        &self,
+        targets: Vec<PollTarget>,
+        deadline: Option<Time>,
+    ) -> VipResult<ScanOutcome> {
+        let op = Op::PollAny {
+            targets,
+            deadline,
+            iteration: self.cfg.costs.poll_iteration,
+        };
+        match self.op(op).await {
+            OpResult::Scanned(s) if s.found.is_some() => Ok(s),
+            OpResult::Scanned(_) => Err(VipError::Timeout),
             _ => Err(VipError::InvalidParameter),
         }
     }

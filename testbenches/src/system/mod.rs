@@ -30,5 +30,5 @@ pub use pingpong::{
     run_pingpong, run_pingpong_adjusted, Op, PingPongRun, PingPongSpec, RecvPost, RunError,
 };
 pub use run::{RunEnd, Stall, StallReason};
-pub use spmd::run_spmd;
+pub use spmd::{run_spmd, run_spmd_adjusted};
 pub use world::{Comp, Msg, NodeStore, SystemWorld};

@@ -27,7 +27,27 @@ where
     F: Fn(Vipl, Rank, Vec<MacAddr>) -> Fut + Clone + 'static,
     Fut: Future<Output = ProgramResult> + 'static,
 {
-    let mut sys = System::build(cfg, false)?;
+    run_spmd_adjusted(cfg, false, |_| {}, prog)
+}
+
+/// [`run_spmd`] with a trace (`trace`) and `adjust` applied to the built system before
+/// the programs load (test hooks, e.g. the lockstep harness's deliberate errors).
+///
+/// # Errors
+/// As [`run_spmd`].
+#[doc(hidden)]
+pub fn run_spmd_adjusted<F, Fut>(
+    cfg: &SystemConfig,
+    trace: bool,
+    adjust: impl FnOnce(&mut System),
+    prog: F,
+) -> Result<(Vec<ProgramReport>, System), RunError>
+where
+    F: Fn(Vipl, Rank, Vec<MacAddr>) -> Fut + Clone + 'static,
+    Fut: Future<Output = ProgramResult> + 'static,
+{
+    let mut sys = System::build(cfg, trace)?;
+    adjust(&mut sys);
     let macs = sys.macs.clone();
     for n in 0..sys.nodes.len() {
         let (p, m) = (prog.clone(), macs.clone());
