@@ -127,3 +127,79 @@ fn descriptors_doorbells_and_registrations_match_via_abi() {
         .collect();
     assert_eq!(card.doorbell_log, want);
 }
+
+/// A descriptor posted again on another queue (a pool shared by VIs, as vmpi's send
+/// slots are) is no longer linked into by the queue it was last posted on: that queue
+/// forgets it and names its next descriptor in the doorbell (`HEAD`), so the reused
+/// descriptor's Next holds only its new queue's link.
+#[test]
+fn a_descriptor_reused_on_another_queue_takes_no_link_from_its_old_queue() {
+    let mut s = Sys::new(1, false);
+    let got = Rc::new(Cell::new(None));
+    let g = got.clone();
+    s.load(0, Time::ZERO, move |mut v| async move {
+        let nic = v.vip_open_nic("/dev/hvia0").await.unwrap();
+        let ptag = v.vip_create_ptag(nic).await.unwrap();
+        let mut vis = Vec::new();
+        for _ in 0..2 {
+            let vi = v
+                .vip_create_vi(nic, &ViAttributes::reliable(ptag), None, None)
+                .await
+                .unwrap();
+            vis.push(vi);
+        }
+        let buf = v.malloc(4096, 64).await.unwrap();
+        let a = VipMemAttributes {
+            ptag,
+            enable_rdma_write: false,
+            enable_rdma_read: false,
+        };
+        let mh = v.vip_register_mem(nic, buf, 4096, &a).await.unwrap();
+        let (d1, d2, d3) = (buf, buf + 64, buf + 128);
+        // d1 on VI 0; d2 on VI 1; d1 again on VI 1 (done on VI 0, in a real run);
+        // then d3 on VI 0, whose last post, d1, now belongs to VI 1.
+        for (vi, d) in [(vis[0], d1), (vis[1], d2), (vis[1], d1), (vis[0], d3)] {
+            v.build_descriptor(d, &recv_descriptor(vec![data_segment(buf + 1024, mh, 64)]))
+                .await
+                .unwrap();
+            v.vip_post_recv(vi, d, mh).await.unwrap();
+        }
+        g.set(Some((buf, mh, vis[0].0, vis[1].0)));
+        done(&v, "reuse")
+    });
+    s.run(LIMIT);
+    assert!(s.outcome(0).is_ok(), "{:?}", s.outcome(0));
+    let (buf, mh, vi0, vi1) = got.get().unwrap();
+    let (d1, d2, d3) = (buf, buf + 64, buf + 128);
+    let head = via_abi::doorbell::HEAD;
+    let want: Vec<[u8; 16]> = [
+        (vi0, d1, head),
+        (vi1, d2, head),
+        (vi1, d1, 0),
+        (vi0, d3, head),
+    ]
+    .iter()
+    .map(|&(vi, desc_va, flags)| {
+        DoorbellRepr {
+            desc_va,
+            desc_handle: mh,
+            vi,
+            queue: Queue::Receive,
+            flags,
+        }
+        .to_bytes()
+    })
+    .collect();
+    assert_eq!(s.card(0).doorbell_log, want);
+    let next_of = |va: u64| {
+        let bytes = s.cpu(0).read_va(s.mem(0), va, 64).unwrap();
+        let d = DescriptorRepr::parse(&bytes).unwrap();
+        (d.next_va, d.next_handle)
+    };
+    assert_eq!(next_of(d2), (d1, mh), "VI 1's list: d2 -> d1");
+    assert_eq!(
+        next_of(d1),
+        (0, MemHandle(0)),
+        "VI 0's post of d3 left d1 alone"
+    );
+}

@@ -118,7 +118,7 @@ pub enum Command {
     /// cost parameters g and L), `lu --n 64,128,256` (LU on a 2 x 2 grid, checked).
     #[command(subcommand)]
     Bsp(crate::mpi_cli::BspCommand),
-    /// The catalogue of counters `--stats FILE` writes (pingpong, breakdown; dma writes
+    /// The catalogue of counters `--stats FILE` writes (pingpong, breakdown, traffic; dma writes
     /// those of its bus): name, unit and description of each.
     Stats(StatsArgs),
 }

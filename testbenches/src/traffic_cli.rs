@@ -10,7 +10,8 @@
 //! `pause_frames`, `drops`, `simulation`, plus `delivery`, and for incast and
 //! all-to-all the message accounting `expected_messages`, `received_messages`,
 //! `lost_messages`), or CSV (one row per node); `--plot FILE.svg|.png` draws each
-//! node's bandwidth and the latency distribution ([`crate::traffic_plot`]).
+//! node's bandwidth and the latency distribution ([`crate::traffic_plot`]); `--stats
+//! FILE.json|.csv` writes every component's counters at the end of the run.
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -61,6 +62,10 @@ pub struct TrafficArgs {
     /// Draw each node's bandwidth and the latency distribution (FILE.svg or FILE.png).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    /// Write every component's counters at the end of the run (name, value, unit,
+    /// description) as JSON or CSV, by FILE's extension; `hvia stats --list` lists them.
+    #[arg(long, value_name = "FILE.json|.csv")]
+    pub stats: Option<PathBuf>,
 }
 
 impl TrafficArgs {
@@ -156,6 +161,12 @@ pub fn run(
             message,
         })?;
     }
+    if let Some(p) = &args.stats {
+        crate::stats::check_path(p).map_err(|message| TrafficError::Input {
+            option: "--stats",
+            message,
+        })?;
+    }
     let mut cfg = cfg.clone();
     cfg.apply_set(&format!("topology.nodes={}", args.nodes))
         .map_err(|e| TrafficError::Input {
@@ -243,6 +254,15 @@ pub fn run(
             });
         }
     }
+    if let Some(path) = &args.stats {
+        if let Err(e) = crate::stats::write_file(path, &figures.counters, None) {
+            return Ok(Outcome {
+                stdout: String::new(),
+                stderr: format!("{note}hvia traffic: --stats: {e}\n"),
+                status: 2,
+            });
+        }
+    }
     let stdout = match format {
         Format::Json => json(args, &figures, wall),
         Format::Csv => csv_doc(&figures),
@@ -266,6 +286,8 @@ struct Figures {
     stats: sim_kernel::RunStats,
     /// Incast and all-to-all: messages sent, seen, and counted lost.
     accounting: Option<(u64, u64, u64)>,
+    /// Every component's counters at the end.
+    counters: Vec<crate::stats::Counter>,
 }
 
 impl Figures {
@@ -291,6 +313,7 @@ impl Figures {
             pause_frames: r.pause_frames,
             delivery: r.delivery.clone(),
             stats: r.stats,
+            counters: r.counters.clone(),
             accounting: Some((
                 r.expected_messages,
                 r.received_messages(),
@@ -307,6 +330,7 @@ impl Figures {
             pause_frames: r.pause_frames,
             delivery: r.delivery.clone(),
             stats: r.stats,
+            counters: r.counters.clone(),
             accounting: None,
         }
     }
@@ -341,6 +365,7 @@ impl Figures {
             pause_frames: a.pause_frames,
             delivery: a.delivery.clone(),
             stats: a.stats,
+            counters: a.counters.clone(),
             accounting: None,
         }
     }

@@ -76,6 +76,10 @@ enum Obs {
     /// The nodes' RX FIFOs fill, their PAUSE frames stop the switch's outputs and the
     /// switch's buffers and flow control take the strain.
     Duplex,
+    /// The one-way stream (the `stream` traffic pattern, 12 messages of 64 KB, 8
+    /// outstanding): its aggregate bandwidth \[B/s\]. Posts run ahead of the card, so a
+    /// descriptor is often linked before the card reads it.
+    Stream,
     /// What the faults did in a 4-byte RDMA-write ping-pong: each wire direction's
     /// counters and the ATT bit flips when it finishes, the stall's named losses when a lost frame stops it
     /// (unreliable VIs: nothing retransmits), so a run that cannot finish is a result.
@@ -431,6 +435,9 @@ const CASES: &[Case] = &[
     case("card.engine.doorbell_decode_cycles", "500", RDMA4, Up),
     case("card.engine.descriptor_decode_cycles", "100", RDMA4, Up),
     case("card.engine.check_recv_on_post", "false", Setup, Down),
+    // Off, every message of the stream costs its doorbell a queue-link read on the bus
+    // the data crosses.
+    case("card.engine.follow_read_links", "false", Obs::Stream, Down),
     case("card.engine.recv_descriptor_per_frame", "true", SR3000, Up),
     case("card.engine.header_build_cycles", "1000", RDMA4, Up),
     case("card.engine.handoff_cycles", "100", RDMA4, Up),
@@ -671,6 +678,8 @@ enum Run {
     BspPut(u32),
     /// The bidirectional stream ([`Obs::Duplex`]).
     Duplex,
+    /// The one-way stream ([`Obs::Stream`]).
+    Stream,
 }
 
 impl Obs {
@@ -690,6 +699,7 @@ impl Obs {
             Obs::MpiCredits => Run::MpiBurst,
             Obs::BspPut(size) => Run::BspPut(size),
             Obs::Duplex => Run::Duplex,
+            Obs::Stream => Run::Stream,
         }
     }
 }
@@ -709,6 +719,7 @@ struct Outcome {
     wire_faults: String,
     control_messages: u64,
     duplex: String,
+    stream_bytes_per_s: u64,
 }
 
 /// A result to compare: a number, a text, or the run's error.
@@ -739,6 +750,7 @@ fn value(outcome: &Result<Outcome, String>, obs: Obs) -> Value {
         Obs::MpiSetup => Value::Num(o.setup_ps),
         Obs::MpiCredits => Value::Num(o.control_messages),
         Obs::Duplex => Value::Text(o.duplex.clone()),
+        Obs::Stream => Value::Num(o.stream_bytes_per_s),
     }
 }
 
@@ -1010,6 +1022,19 @@ fn execute(cfg: &SystemConfig, run: Run) -> Result<Outcome, String> {
                 }
                 Err(e) => return Err(e.to_string()),
             };
+        }
+        Run::Stream => {
+            use host_driver::programs::StreamParams;
+            use testbenches::system::traffic::run_stream;
+            let s = StreamParams {
+                size: 65_536,
+                messages: 12,
+                window: 8,
+            };
+            let run = run_stream(cfg, s).map_err(|e| e.to_string())?;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let bytes_per_s = (run.aggregate_mb_s * 1e6).round() as u64;
+            o.stream_bytes_per_s = bytes_per_s;
         }
         Run::Fits(size) => {
             o.fits = match feasible::ping_pong_fits(cfg, size) {

@@ -200,6 +200,7 @@ fn bad_stats_paths_name_the_option() {
             "/nonexistent-dir/s.json",
         ][..],
         &["dma", "--stats", "s.yaml"][..],
+        &["traffic", "--pattern", "stream", "--stats", "s.txt"][..],
         &["dma", "--stats", "/nonexistent-dir/s.csv"][..],
     ] {
         let o = hvia(args);
@@ -207,4 +208,47 @@ fn bad_stats_paths_name_the_option() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("--stats"), "{args:?}: {err}");
     }
+}
+
+/// `hvia traffic --stats`: the counters of the whole run, with the JSON's events. A
+/// stream whose window (24) is above the doorbell FIFO's depth (16) has doorbell writes
+/// Retried by the back-pressure, counted for the card's engine as the bus counts them;
+/// a window of 16 fills the FIFO (back-pressure turns on) but no write is Retried.
+#[test]
+fn traffic_stats_count_the_doorbell_writes_retried() {
+    let run = |window: &str| {
+        let path = scratch(&format!("traffic-stream-{window}.json"));
+        let out = ok(&[
+            "traffic",
+            "--pattern",
+            "stream",
+            "--window",
+            window,
+            "--messages",
+            "40",
+            "--format",
+            "json",
+            "--stats",
+            path.to_str().unwrap(),
+        ]);
+        let json: Value = serde_json::from_str(&out).expect("JSON");
+        let v = values(&read_json(&path)["counters"]);
+        assert_eq!(
+            v["sim.events"],
+            json["simulation"]["events"].as_u64().unwrap()
+        );
+        v
+    };
+    let full = run("24");
+    assert!(
+        full["n0.card.engine.doorbell_writes_retried"] > 0,
+        "{full:?}"
+    );
+    assert_eq!(
+        full["n0.card.engine.doorbell_writes_retried"],
+        full["n0.pci.system.write_retry_refusals"]
+    );
+    let fits = run("16");
+    assert!(fits["n0.card.engine.doorbell_backpressure"] > 0);
+    assert_eq!(fits["n0.card.engine.doorbell_writes_retried"], 0);
 }

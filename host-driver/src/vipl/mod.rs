@@ -63,7 +63,8 @@ pub(crate) struct ViEntry {
     pub send: VecDeque<Posted>,
     pub recv: VecDeque<Posted>,
     /// The last descriptor posted on the send queue, done or not: the card's tail of
-    /// that queue, into whose Next link the next post goes.
+    /// that queue, into whose Next link the next post goes. `None` also once that
+    /// descriptor is posted again on another queue (the next post names its own).
     pub send_last: Option<Posted>,
     /// The same for the receive queue.
     pub recv_last: Option<Posted>,

@@ -115,6 +115,7 @@ impl Vipl {
             WorkQueue::Receive => entry.recv_last,
         };
         self.compute(self.cfg.costs.post_link).await;
+        self.forget_other_tails(vi.0, queue, desc_va);
         self.write_mem(desc_va, &[0u8; 12]).await?;
         self.write_mem(desc_va + 28, &[0u8; 4]).await?;
         if let Some(t) = tail {
@@ -168,6 +169,25 @@ impl Vipl {
             }
         }
         Ok(())
+    }
+
+    /// A completed descriptor the consumer posts again, here on VI `vi`'s `queue`, may
+    /// still be the last one posted on another queue (a pool of descriptors shared by
+    /// VIs, as vmpi's send slots are). That queue's next post would write its link into
+    /// this descriptor, over this queue's, and the card could follow either queue's link
+    /// from it; so that queue forgets it and its next post names its descriptor (`HEAD`).
+    /// The same queue keeps it: posting its own tail again links the descriptor into
+    /// itself, as before.
+    fn forget_other_tails(&mut self, vi: u16, queue: WorkQueue, desc_va: u64) {
+        for (&n, e) in &mut self.vis {
+            let reused = |last: Option<Posted>| last.is_some_and(|p| p.va == desc_va);
+            if (n, WorkQueue::Send) != (vi, queue) && reused(e.send_last) {
+                e.send_last = None;
+            }
+            if (n, WorkQueue::Receive) != (vi, queue) && reused(e.recv_last) {
+                e.recv_last = None;
+            }
+        }
     }
 
     /// Writes the doorbell record of a post, dword by dword.

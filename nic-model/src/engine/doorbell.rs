@@ -21,12 +21,13 @@
 //! returns) and it is dispatched in order once that send is out; a send that finds its
 //! VI free is taken at its dispatch, as before. Span `doorbell`: from the ring to the end
 //! of its decode. A doorbell without `HEAD` then has its descriptor found through the
-//! queue's link (`qlink`) before it is dispatched; the dispatch makes the descriptor the
+//! queue's link (`qlink`) before it is dispatched, unless a read of the queue's tail
+//! already found that link (`follow_read_links`); the dispatch makes the descriptor the
 //! queue's tail.
 
 use super::io::{span, Io};
 use super::params::EngineParams;
-use super::unit::doorbell::{tail_key, DoorbellState, Entry, RecvCheck};
+use super::unit::doorbell::{tail_key, DoorbellState, Entry, RecvCheck, Tail};
 use super::unit::send::SendPath;
 use super::unit::vi::{PostedRecv, ViState, ViTable};
 use super::{Engine, EngineWake};
@@ -155,7 +156,7 @@ impl Engine {
         if let Some(key) = tail_key(&e) {
             self.doorbells
                 .tails
-                .insert(key, (e.rec.desc_va, e.rec.desc_handle));
+                .insert(key, Tail::new(e.rec.desc_va, e.rec.desc_handle));
         }
         let check = self.params.check_recv_on_post && e.rec.queue == Queue::Receive;
         if !check && !e.parked {

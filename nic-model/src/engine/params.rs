@@ -78,6 +78,10 @@ pub struct EngineParams {
     /// format, translates its buffers) before taking its doorbell (`recvcheck`).
     /// Default false.
     pub check_recv_on_post: bool,
+    /// The doorbell unit keeps a queue tail's Next link when a DMA read of that tail
+    /// finds it already written, and dispatches the queue's next doorbell without
+    /// `HEAD` with it, without reading the queue link (`qlink`). Default false.
+    pub follow_read_links: bool,
     /// The receive path reads and translates a message's receive descriptor again for
     /// every frame of the message, keeping nothing between frames. Default false (once
     /// per message).
@@ -156,6 +160,7 @@ impl Default for EngineParams {
             descriptor_decode_cycles: Cycles(2),
             fragment_payload: 1460,
             check_recv_on_post: false,
+            follow_read_links: false,
             recv_descriptor_per_frame: false,
             header_build_cycles: Cycles(2),
             handoff_cycles: Cycles(1),

@@ -8,6 +8,26 @@
 //! keep their order, and the VI's window reports the post as pending until it is taken.
 //! Spans (the doorbell's trace id): `queue link translate`, `queue link DMA read`.
 //!
+//! **A link already read** (`follow_read_links`). The engine reads every descriptor it
+//! takes, and a descriptor's first 12 bytes are its Next link. The provider writes a new
+//! descriptor's Next as zero before ringing it and links the following descriptor into
+//! it before ringing that one, so when a read of the tail (the send's descriptor read,
+//! the receive post check, a receive descriptor's read on arrival) finds its Next
+//! already non-zero, that is the link of the queue's next post, unless it names the tail
+//! itself (a completed descriptor posted again is linked into itself by its own post,
+//! as the ping-pong does; the post after it may be another descriptor, so such a link
+//! is not kept). Otherwise the unit keeps it with
+//! the tail ([`Tail`](super::unit::doorbell::Tail)) and the next doorbell without `HEAD`
+//! is dispatched with it at once: no translation of the tail, no DMA, no span (the
+//! dispatch continues from the `doorbell` span). The descriptor the link names is
+//! checked as any other: its own translation (handle, protection tag, bounds) comes
+//! first on its path, so a stale or forged handle fails there as it would after a read.
+//! A tail read while its Next was still zero keeps nothing: that post's link is read
+//! as before. Counted in `doorbell_links_known`. The rule relies on no other list
+//! linking into a descriptor while it is on this one: the host library forgets a
+//! queue's last descriptor once it is posted on another queue (descriptor pools shared
+//! by VIs), so that queue's next post names its descriptor (`HEAD`) instead.
+//!
 //! A link that cannot be followed (no tail known, a null Next address, a tail that no
 //! longer translates, a failed DMA) is a provider error: counted (`doorbell_unlinked`,
 //! `doorbell_link_failures`), traced as an error, and the post is not taken.
@@ -43,9 +63,18 @@ impl Engine {
         let tail = tail_key(&e).and_then(|k| self.doorbells.tails.get(&k).copied());
         // May miss: no earlier descriptor of this queue was taken (host input): the post
         // fails, counted in `doorbell_unlinked`.
-        let Some((va, handle)) = tail else {
+        let Some(tail) = tail else {
             return self.link_failed(e, LinkError::Unlinked, io, ram);
         };
+        if let (true, Some((va, handle))) = (self.params.follow_read_links, tail.next) {
+            tracing::debug!(target: "nic::doorbell", vi = e.vi, queue = ?e.rec.queue, va, rec_va = e.rec.desc_va, tail_va = tail.va, "queue link known from the tail's read");
+            let mut e = e;
+            e.rec.desc_va = va;
+            e.rec.desc_handle = handle;
+            self.stats.doorbell_links_known += 1;
+            return self.dispatch(e, mark, io, ram);
+        }
+        let (va, handle) = (tail.va, tail.handle);
         let ptag = self.vis.ptag(e.vi);
         self.doorbells.link = Some(LinkRead { entry: e, mark });
         self.doorbells.fsm.set(DoorbellState::Linking, io);
@@ -59,6 +88,26 @@ impl Engine {
             AccessKind::LocalRead,
             ptag,
         );
+    }
+
+    /// A DMA read of the first bytes (`bytes`) of descriptor (`va`, `handle`) of VI
+    /// `vi`'s send (`recv` false) or receive queue ended: keep its Next link if it is
+    /// that queue's tail and the link is already written (`follow_read_links`).
+    pub(crate) fn tail_read(
+        &mut self,
+        vi: u16,
+        recv: bool,
+        va: u64,
+        handle: MemHandle,
+        bytes: &[u8],
+    ) {
+        if self.params.follow_read_links
+            && self
+                .doorbells
+                .descriptor_read((vi, recv), va, handle, bytes)
+        {
+            tracing::trace!(target: "nic::doorbell", vi, recv, va, "queue tail read with its link written: kept");
+        }
     }
 
     fn link_span(&mut self, stage: &'static str, io: &mut Io) {

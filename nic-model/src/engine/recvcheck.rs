@@ -110,8 +110,11 @@ impl Engine {
         };
         c.bytes.extend_from_slice(&done.data);
         let need = descriptor_len(ControlSegment::new_unchecked(&c.bytes[..]).seg_count()) as u64;
+        let (msg, vi, handle, va) = (c.entry.msg, c.entry.vi, c.handle(), c.va());
+        if !rest {
+            self.tail_read(vi, true, va, handle, &done.data);
+        }
         if !rest && need > DESC_HEAD {
-            let (msg, vi, handle, va) = (c.entry.msg, c.entry.vi, c.handle(), c.va());
             let ptag = self.vis.ptag(vi);
             self.outstanding.translate(
                 io,

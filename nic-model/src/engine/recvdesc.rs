@@ -145,8 +145,12 @@ impl Engine {
         };
         d.bytes.extend_from_slice(&done.data);
         let need = descriptor_len(ControlSegment::new_unchecked(&d.bytes[..]).seg_count()) as u64;
+        let (handle, va) = (d.handle, d.va);
+        if !rest {
+            self.tail_read(n, true, va, handle, &done.data);
+        }
         if !rest && need > DESC_HEAD {
-            let (handle, va) = (d.handle, d.va.saturating_add(DESC_HEAD));
+            let va = va.saturating_add(DESC_HEAD);
             self.outstanding.translate(
                 io,
                 AttFor::RecvDesc { rx: id, rest: true },

@@ -43,6 +43,9 @@ pub struct EngineStats {
     pub doorbell_link_failures: u64,
     /// Queue links read (doorbells without `HEAD`).
     pub doorbell_links_read: u64,
+    /// Doorbells without `HEAD` dispatched with the link an earlier read of the queue's
+    /// tail found already written (no queue-link read; `follow_read_links`).
+    pub doorbell_links_known: u64,
     /// Send descriptors taken into processing.
     pub sends_started: u64,
     /// Descriptors whose status was written (send, receive, flushed).

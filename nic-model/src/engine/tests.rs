@@ -671,9 +671,93 @@ fn a_doorbell_without_head_follows_the_tails_link() {
     assert!(!b.e.doorbells.is_pending(0));
     assert_eq!(b.e.stats.doorbell_links_read, 1);
     assert_eq!(
-        b.e.doorbells.tails.get(&(0, true)),
-        Some(&(second, MemHandle(1)))
+        b.e.doorbells
+            .tails
+            .get(&(0, true))
+            .map(|t| (t.va, t.handle)),
+        Some((second, MemHandle(1)))
     );
+}
+
+/// Runs a flushed send (VI 0 idle) of the descriptor at `first` whose DMA read returns
+/// `next` as its Next link (handle 1), to its status write; then rings the send queue's
+/// next doorbell without `HEAD` and returns the actions of its dispatch.
+fn send_then_next_doorbell(follow: bool, first: u64, next: u64) -> (Bench, Vec<Action>) {
+    let mut b = Bench::new();
+    b.e.params.follow_read_links = follow;
+    b.vi0(ViState::Idle);
+    let acts = b.ring(Queue::Send, first);
+    b.after(wake_of(&acts).0);
+    let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    let (req, _, _, _) = translate_of(&acts);
+    let acts = b.translated(req, piece(0x10_0000, 64));
+    let (tag, _, _) = dma_of(&acts);
+    let mut bytes = vec![0u8; 64];
+    DescriptorRepr {
+        control: Control::from_op(Op::SendRecv),
+        ..DescriptorRepr::default()
+    }
+    .emit(&mut bytes)
+    .expect("descriptor");
+    // The provider linked the next descriptor in before the card read this one.
+    bytes[..8].copy_from_slice(&next.to_le_bytes());
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let acts = b.dma_done(tag, bytes);
+    let (after, _, wake) = wake_of(&acts);
+    b.after(after);
+    let acts = b.nic(NicMsg::Engine(wake));
+    let (tag, _, _) = dma_of(&acts);
+    b.dma_done(tag, Vec::new());
+    b.after(Cycles(1));
+    let acts = b.ring_flags(Queue::Send, 0xDEAD_0000, 0);
+    b.after(wake_of(&acts).0);
+    let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
+    (b, acts)
+}
+
+/// `follow_read_links`: the send's descriptor read found its Next link already written,
+/// so the next doorbell without `HEAD` goes straight to the descriptor the link names
+/// (its own 64-byte translation, which checks its handle), with no queue-link read.
+#[test]
+fn a_link_found_by_the_tails_read_needs_no_queue_link_read() {
+    let (first, second) = (0x4000_0000, 0x4000_0200);
+    let (b, acts) = send_then_next_doorbell(true, first, second);
+    let (_, va, len, access) = translate_of(&acts);
+    assert_eq!((va, len, access), (second, 64, AccessKind::LocalRead));
+    assert_eq!(
+        (
+            b.e.stats.doorbell_links_known,
+            b.e.stats.doorbell_links_read
+        ),
+        (1, 0)
+    );
+    let tail = b.e.doorbells.tails.get(&(0, false)).copied();
+    assert_eq!(
+        tail.map(|t| (t.va, t.handle, t.next)),
+        Some((second, MemHandle(1), None)),
+        "the new tail's link is not known until it is read"
+    );
+}
+
+/// Without `follow_read_links`, or when the tail's Next was still null when the card
+/// read it, the next doorbell reads the queue link by DMA, as before.
+#[test]
+fn without_a_link_found_by_the_read_the_queue_link_is_read() {
+    let first = 0x4000_0000;
+    for (follow, next) in [(false, 0x4000_0200), (true, 0)] {
+        let (b, acts) = send_then_next_doorbell(follow, first, next);
+        let (_, va, len, access) = translate_of(&acts);
+        assert_eq!(
+            (va, len, access),
+            (first, 12, AccessKind::LocalRead),
+            "follow {follow}, Next {next:#x}: the tail's link is read"
+        );
+        assert_eq!(b.e.stats.doorbell_links_known, 0);
+        assert!(
+            b.e.doorbells.is_pending(0),
+            "not taken while its link is read"
+        );
+    }
 }
 
 /// A doorbell without `HEAD` on a queue with no tail, or whose tail's link is still

@@ -301,6 +301,9 @@ pub struct EngineConfig {
     /// Check a posted receive descriptor (read, format, buffer translations) before
     /// taking its doorbell.
     pub check_recv_on_post: bool,
+    /// Keep a queue tail's Next link when a read of that descriptor finds it already
+    /// written, so the queue's next doorbell needs no queue-link read.
+    pub follow_read_links: bool,
     /// Read and translate a message's receive descriptor again for every frame.
     pub recv_descriptor_per_frame: bool,
     /// Cycles to assemble a frame's headers before its first word moves \[cycles\].

@@ -113,16 +113,16 @@ fn flatten_lists_every_value_by_key() {
     assert!(flat.contains(&("pci.bridge.read_mode".into(), "delayed".into())));
     assert!(flat.contains(&("pci.system.park".into(), "last-master".into())));
     assert!(flat.contains(&("faults.direction".into(), "both".into())));
-    assert_eq!(flat.len(), 118);
+    assert_eq!(flat.len(), 119);
     assert_eq!(flat[0], ("sim.seed".into(), "1".into()));
     assert!(flat.contains(&("topology.switch".into(), "none".into())));
     assert!(flat.contains(&("card.engine.rdma_read".into(), "false".into())));
-    assert_eq!(flat[100], ("faults.link_down_for_us".into(), "0".into()));
-    assert_eq!(flat[102], ("faults.reorder".into(), "0.0".into()));
-    assert_eq!(flat[103], ("faults.reorder_hold_us".into(), "20".into()));
-    assert_eq!(flat[107], ("faults.att_flip_bit".into(), "0".into()));
-    assert_eq!(flat[108], ("faults.pci_abort".into(), "none".into()));
-    assert_eq!(flat[112], ("via.reliability".into(), "unreliable".into()));
+    assert_eq!(flat[101], ("faults.link_down_for_us".into(), "0".into()));
+    assert_eq!(flat[103], ("faults.reorder".into(), "0.0".into()));
+    assert_eq!(flat[104], ("faults.reorder_hold_us".into(), "20".into()));
+    assert_eq!(flat[108], ("faults.att_flip_bit".into(), "0".into()));
+    assert_eq!(flat[109], ("faults.pci_abort".into(), "none".into()));
+    assert_eq!(flat[113], ("via.reliability".into(), "unreliable".into()));
 }
 
 #[test]

@@ -326,6 +326,7 @@ pub(super) fn engine(out: &mut Vec<Counter>, prefix: &str, s: &EngineStats) {
         doorbell_unlinked: "count", "doorbells without HEAD whose descriptor could not be found";
         doorbell_link_failures: "count", "doorbells whose queue link could not be read";
         doorbell_links_read: "count", "queue links read (doorbells without HEAD)";
+        doorbell_links_known: "count", "doorbells without HEAD whose link a read of the queue's tail had already found (no queue-link read)";
         sends_started: "count", "send descriptors taken into processing";
         status_writes: "count", "descriptor status writes (send, receive, flushed)";
         send_errors: "count", "send descriptors completed with an error bit";
@@ -395,6 +396,7 @@ pub(super) const ENGINE_FIELDS: &[&str] = fields_of!(
     doorbell_unlinked,
     doorbell_link_failures,
     doorbell_links_read,
+    doorbell_links_known,
     sends_started,
     status_writes,
     send_errors,

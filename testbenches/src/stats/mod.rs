@@ -61,7 +61,20 @@ pub fn of_system(sys: &System) -> Vec<Counter> {
             }
             Comp::Dma(n, d) => collect::dma(&mut out, &format!("n{n}.card.dma"), d.stats()),
             Comp::Engine(n, e) => {
-                collect::engine(&mut out, &format!("n{n}.card.engine"), &e.stats());
+                let p = format!("n{n}.card.engine");
+                collect::engine(&mut out, &p, &e.stats());
+                // The card's target Retries doorbell writes while the FIFO holds
+                // back-pressure on; the bus does it on the card's behalf and counts them
+                // (the doorbell windows are the only write-retry window on the system bus).
+                let retried = sys
+                    .system_bus(*n)
+                    .map_or(0, |b| b.stats().write_retry_refusals);
+                out.push(Counter::new(
+                    format!("{p}.doorbell_writes_retried"),
+                    retried,
+                    "count",
+                    "doorbell writes Retried because the doorbell FIFO was full (back-pressure on; the system bus's write_retry_refusals)",
+                ));
             }
             Comp::Att(n, a) => collect::att(&mut out, &format!("n{n}.card.att"), &a.stats()),
             Comp::Gec(n, g) => collect::gec(&mut out, &format!("n{n}.card.gec"), g.stats()),

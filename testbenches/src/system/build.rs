@@ -188,6 +188,7 @@ impl System {
                 doorbell_decode_cycles: Cycles(u64::from(ec.doorbell_decode_cycles)),
                 descriptor_decode_cycles: Cycles(u64::from(ec.descriptor_decode_cycles)),
                 check_recv_on_post: ec.check_recv_on_post,
+                follow_read_links: ec.follow_read_links,
                 fragment_payload: feasible::fragment_payload(cfg),
                 recv_descriptor_per_frame: ec.recv_descriptor_per_frame,
                 header_build_cycles: Cycles(u64::from(ec.header_build_cycles)),

@@ -101,6 +101,8 @@ pub struct MeshRun {
     pub delivery: Delivery,
     /// Kernel statistics of the run.
     pub stats: RunStats,
+    /// Every component's counters at the end (what `--stats FILE` writes).
+    pub counters: Vec<crate::stats::Counter>,
 }
 
 impl MeshRun {
@@ -283,6 +285,7 @@ fn figures(
         expected_messages,
         delivery: Delivery::of(sys, 0),
         stats: sys.kernel.stats(),
+        counters: crate::stats::of_system(sys),
         reports,
     }
 }

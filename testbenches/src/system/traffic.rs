@@ -37,6 +37,8 @@ pub struct StreamRun {
     pub delivery: Delivery,
     /// Kernel statistics of the run.
     pub stats: RunStats,
+    /// Every component's counters at the end (what `--stats FILE` writes).
+    pub counters: Vec<crate::stats::Counter>,
 }
 
 impl StreamRun {
@@ -214,5 +216,6 @@ fn finish(
         pause_frames,
         delivery: Delivery::of(sys, 0),
         stats: sys.kernel.stats(),
+        counters: crate::stats::of_system(sys),
     }
 }

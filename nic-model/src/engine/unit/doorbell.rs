@@ -1,6 +1,7 @@
 //! Unit **doorbell FIFO**: the partly written doorbell records (by VI), the bounded FIFO
 //! of rung doorbells, the write back-pressure flag, the dispatcher's state machine and
-//! each work queue's tail (the last descriptor taken, whose Next link leads to the next).
+//! each work queue's tail (the last descriptor taken, whose Next link leads to the next,
+//! with that link once a read of the tail found it already written: [`Tail`]).
 //! The dispatch rules are in the engine's `doorbell` step file.
 
 use crate::att::Piece;
@@ -111,6 +112,39 @@ pub(crate) const LINK_LEN: u64 = 12;
 /// The work queue of a tail: the send queue or the receive queue of a VI window.
 pub(crate) type TailKey = (u16, bool);
 
+/// A work queue's tail: the last descriptor the dispatcher took from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Tail {
+    pub va: u64,
+    pub handle: MemHandle,
+    /// Its Next link (VA, handle), when a DMA read of this descriptor, made after it was
+    /// taken, found the link already written (non-zero, and not to itself): the provider
+    /// writes a new descriptor's Next as zero, links it into the previous tail, then
+    /// rings, so a non-zero Next read after the tail's doorbell names the post that
+    /// follows, unless the post was the tail itself posted again (it then links itself).
+    /// `None`: not read yet, read null, or a link to itself.
+    pub next: Option<(u64, MemHandle)>,
+}
+
+impl Tail {
+    /// Descriptor (`va`, `handle`), just taken, with no link known.
+    pub fn new(va: u64, handle: MemHandle) -> Self {
+        Self {
+            va,
+            handle,
+            next: None,
+        }
+    }
+}
+
+/// The Next link (VA, handle) in a descriptor's first bytes (`None`: fewer than
+/// [`LINK_LEN`] bytes, or a null Next address).
+pub(crate) fn next_link(bytes: &[u8]) -> Option<(u64, MemHandle)> {
+    let va = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    let handle = u32::from_le_bytes(bytes.get(8..LINK_LEN as usize)?.try_into().ok()?);
+    (va != 0).then_some((va, MemHandle(handle)))
+}
+
 /// The tail key of doorbell `e` (`None`: an unknown queue byte, which has no list).
 pub(crate) fn tail_key(e: &Entry) -> Option<TailKey> {
     match e.rec.queue {
@@ -133,9 +167,9 @@ pub(crate) struct DoorbellUnit {
     /// Doorbells rung and not yet taken, by the VI of their window (what the window's
     /// `POSTS_PENDING` bit reads).
     pub pending: BTreeMap<u16, u32>,
-    /// The last descriptor taken from each work queue (VA, handle): where the next
-    /// post's link is.
-    pub tails: BTreeMap<TailKey, (u64, MemHandle)>,
+    /// The last descriptor taken from each work queue: where the next post's link is
+    /// (or that link itself, once known).
+    pub tails: BTreeMap<TailKey, Tail>,
     /// The queue link being read, if any.
     pub link: Option<LinkRead>,
 }
@@ -219,6 +253,33 @@ impl DoorbellUnit {
         for vi in parked {
             self.taken(vi);
         }
+    }
+
+    /// A DMA read of descriptor (`va`, `handle`) of work queue `key` returned `bytes`
+    /// (its first bytes): if that descriptor is still the queue's tail and its Next link
+    /// is already written, the link is kept for the queue's next doorbell. Returns
+    /// whether it was kept.
+    pub fn descriptor_read(
+        &mut self,
+        key: TailKey,
+        va: u64,
+        handle: MemHandle,
+        bytes: &[u8],
+    ) -> bool {
+        // May miss: the queue took a later descriptor meanwhile, or the read is of a
+        // descriptor that was never a tail (an unknown queue byte).
+        let Some(t) = self.tails.get_mut(&key) else {
+            return false;
+        };
+        if (t.va, t.handle) != (va, handle) || t.next.is_some() {
+            return false;
+        }
+        // A link to the descriptor itself is its own post's: a provider that posts the
+        // queue's tail again (a completed descriptor reused, as a ping-pong does) links
+        // it into itself before ringing. It says nothing of the post after it, which may
+        // be another descriptor; that one's link is read when it comes.
+        t.next = next_link(bytes).filter(|&(next_va, _)| next_va != va);
+        t.next.is_some()
     }
 
     /// Whether VI window `vi` has doorbells not yet taken.
@@ -368,6 +429,40 @@ mod tests {
             u.is_pending(1),
             "a send of a free VI waits for its dispatch"
         );
+    }
+
+    #[test]
+    fn a_read_of_the_tail_keeps_its_written_link_only() {
+        let mut u = DoorbellUnit::default();
+        let mut desc = vec![0u8; 64];
+        // No tail for the queue: nothing kept.
+        assert!(!u.descriptor_read((0, false), 0x100, MemHandle(4), &desc));
+        u.tails.insert((0, false), Tail::new(0x100, MemHandle(4)));
+        // The link still null when the card read it: nothing kept.
+        assert!(!u.descriptor_read((0, false), 0x100, MemHandle(4), &desc));
+        desc[..8].copy_from_slice(&0x140u64.to_le_bytes());
+        desc[8..12].copy_from_slice(&7u32.to_le_bytes());
+        // Another descriptor than the tail (same VA, other handle; or other queue).
+        assert!(!u.descriptor_read((0, false), 0x100, MemHandle(5), &desc));
+        assert!(!u.descriptor_read((0, true), 0x100, MemHandle(4), &desc));
+        assert!(u.descriptor_read((0, false), 0x100, MemHandle(4), &desc));
+        assert_eq!(
+            u.tails.get(&(0, false)).and_then(|t| t.next),
+            Some((0x140, MemHandle(7)))
+        );
+        // A second read does not change a known link.
+        desc[..8].copy_from_slice(&0x180u64.to_le_bytes());
+        assert!(!u.descriptor_read((0, false), 0x100, MemHandle(4), &desc));
+        assert_eq!(
+            u.tails.get(&(0, false)).and_then(|t| t.next),
+            Some((0x140, MemHandle(7)))
+        );
+        assert_eq!(next_link(&desc[..11]), None, "too short for a link");
+        // A descriptor posted again after it completed links itself: not kept.
+        u.tails.insert((1, false), Tail::new(0x140, MemHandle(7)));
+        desc[..8].copy_from_slice(&0x140u64.to_le_bytes());
+        assert!(!u.descriptor_read((1, false), 0x140, MemHandle(7), &desc));
+        assert_eq!(u.tails.get(&(1, false)).and_then(|t| t.next), None);
     }
 
     #[test]
