@@ -130,6 +130,8 @@ struct Job {
     tag: u64,
     reply_to: ComponentId,
     write: bool,
+    /// Bytes of the job (a read's buffer holds this many once its first data landed).
+    len: usize,
     data: Vec<u8>,
     bursts: BurstPlan,
     issued: usize,
@@ -145,6 +147,25 @@ struct InFlight {
     bus_tag: u64,
     job: u64,
     burst: usize,
+}
+
+/// A read burst's `data` landed at byte `from` of `job`: copied into the job's buffer
+/// (zeros where nothing landed yet, as many bytes as the buffer has room for). The
+/// first data at the start of the job becomes the buffer itself instead of a copy.
+fn read_landed(job: &mut Job, from: usize, mut data: Vec<u8>) {
+    let n = data.len().min(job.len.saturating_sub(from));
+    if job.data.is_empty() && from == 0 {
+        data.truncate(n);
+        data.resize(job.len, 0);
+        job.data = data;
+        return;
+    }
+    if job.data.len() < job.len {
+        job.data.resize(job.len, 0);
+    }
+    if let Some(dst) = job.data.get_mut(from..from + n) {
+        dst.copy_from_slice(&data[..n]);
+    }
 }
 
 /// The read command for `len` bytes at `addr` (`word`: bytes per data phase).
@@ -290,11 +311,8 @@ impl DmaMaster {
             }
         };
         let bursts = BurstPlan::new(segs, self.params.burst_bytes);
-        let data = if write {
-            data
-        } else {
-            vec![0u8; usize::try_from(len).unwrap_or(0)]
-        };
+        // A read's buffer is made when its first burst's data lands (`read_landed`).
+        let data = if write { data } else { Vec::new() };
         let seq = self.next_seq;
         self.next_seq += 1;
         tracing::debug!(target: "pci::dma", tag = job.tag, len, bursts = bursts.len(), write, "job start");
@@ -303,6 +321,7 @@ impl DmaMaster {
             tag: job.tag,
             reply_to: job.reply_to,
             write,
+            len: usize::try_from(len).unwrap_or(0),
             data,
             bursts,
             issued: 0,
@@ -317,7 +336,7 @@ impl DmaMaster {
         self.pump(ctx);
     }
 
-    fn burst_done<M: From<PciMsg>>(&mut self, done: TransactionDone, ctx: &mut Ctx<'_, M>) {
+    fn burst_done<M: From<PciMsg>>(&mut self, mut done: TransactionDone, ctx: &mut Ctx<'_, M>) {
         let Some(pos) = self.in_flight.iter().position(|f| f.bus_tag == done.tag) else {
             tracing::warn!(target: "pci::dma", tag = done.tag, "completion of an unknown burst dropped");
             self.stats.unknown_completions += 1;
@@ -332,10 +351,7 @@ impl DmaMaster {
             if let Some(b) = job.bursts.get(f.burst) {
                 if !job.write {
                     let from = usize::try_from(b.offset).unwrap_or(usize::MAX);
-                    let n = done.data.len().min(job.data.len().saturating_sub(from));
-                    if let Some(dst) = job.data.get_mut(from..from + n) {
-                        dst.copy_from_slice(&done.data[..n]);
-                    }
+                    read_landed(job, from, std::mem::take(&mut done.data));
                     self.stats.bytes_read += done.bytes;
                 } else {
                     self.stats.bytes_written += done.bytes;
@@ -380,7 +396,11 @@ impl DmaMaster {
             let data = if job.write {
                 Vec::new()
             } else {
-                job.data.truncate(usize::try_from(job.moved).unwrap_or(0));
+                let moved = usize::try_from(job.moved).unwrap_or(0);
+                if job.data.len() < moved {
+                    job.data.resize(job.len, 0);
+                }
+                job.data.truncate(moved);
                 job.data
             };
             tracing::debug!(target: "pci::dma", tag = job.tag, bytes = job.moved, "job done");
@@ -418,11 +438,16 @@ impl DmaMaster {
             let (command, data) = if job.write {
                 let from = usize::try_from(b.offset).unwrap_or(usize::MAX);
                 let n = usize::try_from(b.len).unwrap_or(0);
-                let data = job
-                    .data
-                    .get(from..from + n)
-                    .map(<[u8]>::to_vec)
-                    .unwrap_or_default();
+                // A job of one burst hands its buffer over (a write job's data is not
+                // used again); others copy their burst's part.
+                let data = if from == 0 && n == job.data.len() && job.bursts.len() == 1 {
+                    std::mem::take(&mut job.data)
+                } else {
+                    job.data
+                        .get(from..from + n)
+                        .map(<[u8]>::to_vec)
+                        .unwrap_or_default()
+                };
                 (
                     write_command(
                         b.addr,

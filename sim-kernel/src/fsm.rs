@@ -46,10 +46,16 @@ impl<S: StateName> Fsm<S> {
     /// Moves to `to`, recording the transition in `sink` (a no-op transition is not
     /// recorded). The sink is the kernel's [`Ctx`] for a component that runs on it, or
     /// the outbox of a sans-IO unit that hands its effects back as values.
+    #[inline]
     pub fn set<T: TransitionSink + ?Sized>(&mut self, to: S, sink: &mut T) {
-        if to == self.state {
-            return;
+        if to != self.state {
+            self.change(to, sink);
         }
+    }
+
+    /// The transition of [`Fsm::set`] (out of line: most calls keep the state).
+    #[inline(never)]
+    fn change<T: TransitionSink + ?Sized>(&mut self, to: S, sink: &mut T) {
         let from = self.state;
         self.state = to;
         tracing::trace!(target: "kernel::fsm", machine = self.machine, from = from.name(), to = to.name());

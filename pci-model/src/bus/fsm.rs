@@ -245,20 +245,21 @@ impl PciBus {
 
     /// REQ# of every master in clock `c - 1` (none before clock 0), into `out`.
     pub(super) fn req_lines(&self, c: u64, out: &mut Vec<bool>) {
-        out.clear();
+        // The buffer keeps its length from clock to clock: each line is overwritten.
+        out.resize(self.masters.len(), false);
         let Some(prev) = c.checked_sub(1) else {
-            out.resize(self.masters.len(), false);
+            out.fill(false);
             return;
         };
         let busy = self.active.as_ref().map_or(usize::MAX, |t| t.master);
-        for (m, port) in self.masters.iter().enumerate() {
+        for (m, (line, port)) in out.iter_mut().zip(&self.masters).enumerate() {
             // The owner of the transaction in progress requests for its next request.
             let next = if m == busy {
                 port.queue.get(1)
             } else {
                 port.queue.front()
             };
-            out.push(prev >= port.hold_until && next.is_some_and(|q| q.arrival <= prev));
+            *line = prev >= port.hold_until && next.is_some_and(|q| q.arrival <= prev);
         }
     }
 
