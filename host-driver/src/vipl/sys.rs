@@ -194,7 +194,7 @@ impl Vipl {
 
     /// Polls several words (in scan order) until one's condition holds, each scan
     /// costing `poll_iteration` cycles plus its loads (see
-    /// [`Op::PollAny`](crate::ops::Op::PollAny)); gives up after the first scan that
+    /// [`Op::PollAny`]); gives up after the first scan that
     /// ends at or after `deadline`.
     ///
     /// # Errors
