@@ -66,7 +66,8 @@ impl Engine {
         let Some(tail) = tail else {
             return self.link_failed(e, LinkError::Unlinked, io, ram);
         };
-        if let (true, Some((va, handle))) = (self.params.follow_read_links, tail.next) {
+        // Only kept with `follow_read_links` (`DoorbellUnit::descriptor_read`).
+        if let Some((va, handle)) = tail.next {
             tracing::debug!(target: "nic::doorbell", vi = e.vi, queue = ?e.rec.queue, va, rec_va = e.rec.desc_va, tail_va = tail.va, "queue link known from the tail's read");
             let mut e = e;
             e.rec.desc_va = va;
@@ -88,26 +89,6 @@ impl Engine {
             AccessKind::LocalRead,
             ptag,
         );
-    }
-
-    /// A DMA read of the first bytes (`bytes`) of descriptor (`va`, `handle`) of VI
-    /// `vi`'s send (`recv` false) or receive queue ended: keep its Next link if it is
-    /// that queue's tail and the link is already written (`follow_read_links`).
-    pub(crate) fn tail_read(
-        &mut self,
-        vi: u16,
-        recv: bool,
-        va: u64,
-        handle: MemHandle,
-        bytes: &[u8],
-    ) {
-        if self.params.follow_read_links
-            && self
-                .doorbells
-                .descriptor_read((vi, recv), va, handle, bytes)
-        {
-            tracing::trace!(target: "nic::doorbell", vi, recv, va, "queue tail read with its link written: kept");
-        }
     }
 
     fn link_span(&mut self, stage: &'static str, io: &mut Io) {

@@ -112,7 +112,9 @@ impl Engine {
         let need = descriptor_len(ControlSegment::new_unchecked(&c.bytes[..]).seg_count()) as u64;
         let (msg, vi, handle, va) = (c.entry.msg, c.entry.vi, c.handle(), c.va());
         if !rest {
-            self.tail_read(vi, true, va, handle, &done.data);
+            let follow = self.params.follow_read_links;
+            self.doorbells
+                .descriptor_read(follow, (vi, true), va, handle, &done.data);
         }
         if !rest && need > DESC_HEAD {
             let ptag = self.vis.ptag(vi);

@@ -147,7 +147,9 @@ impl Engine {
         let need = descriptor_len(ControlSegment::new_unchecked(&d.bytes[..]).seg_count()) as u64;
         let (handle, va) = (d.handle, d.va);
         if !rest {
-            self.tail_read(n, true, va, handle, &done.data);
+            let follow = self.params.follow_read_links;
+            self.doorbells
+                .descriptor_read(follow, (n, true), va, handle, &done.data);
         }
         if !rest && need > DESC_HEAD {
             let va = va.saturating_add(DESC_HEAD);

@@ -580,23 +580,7 @@ fn completion_flushes_a_send_on_an_unconnected_vi() {
     // with DESCRIPTOR_FLUSHED written into its status word; nothing is transmitted.
     let mut b = Bench::new();
     b.vi0(ViState::Idle);
-    let acts = b.ring(Queue::Send, 0x4000_0000);
-    b.after(wake_of(&acts).0);
-    let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
-    let (req, _, _, _) = translate_of(&acts);
-    let acts = b.translated(req, piece(0x10_0000, 64));
-    let (tag, _, _) = dma_of(&acts);
-    let mut bytes = vec![0u8; 64];
-    DescriptorRepr {
-        control: Control::from_op(Op::SendRecv),
-        ..DescriptorRepr::default()
-    }
-    .emit(&mut bytes)
-    .expect("descriptor");
-    let acts = b.dma_done(tag, bytes);
-    let (after, _, wake) = wake_of(&acts);
-    b.after(after);
-    let acts = b.nic(NicMsg::Engine(wake));
+    let acts = decoded_send_on_idle_vi(&mut b, 0x4000_0000, 0);
     assert!(acts.iter().all(|a| !matches!(a, Action::ToGec { .. })));
     let (tag, dir, pages) = dma_of(&acts);
     let status = (Status::DONE | Status::FLUSHED).with_completed_op(via_abi::CompletedOp::Send);
@@ -679,14 +663,12 @@ fn a_doorbell_without_head_follows_the_tails_link() {
     );
 }
 
-/// Runs a flushed send (VI 0 idle) of the descriptor at `first` whose DMA read returns
-/// `next` as its Next link (handle 1), to its status write; then rings the send queue's
-/// next doorbell without `HEAD` and returns the actions of its dispatch.
-fn send_then_next_doorbell(follow: bool, first: u64, next: u64) -> (Bench, Vec<Action>) {
-    let mut b = Bench::new();
-    b.e.params.follow_read_links = follow;
-    b.vi0(ViState::Idle);
-    let acts = b.ring(Queue::Send, first);
+/// Rings a send of the descriptor at `va` on VI 0 (left idle by the caller) and runs it
+/// through its translation, its DMA read (a send/recv descriptor whose Next link is
+/// `next` with handle 1, as if the provider had linked the next post in before the card
+/// read it; 0: no link) and its decode: the actions of the decode.
+fn decoded_send_on_idle_vi(b: &mut Bench, va: u64, next: u64) -> Vec<Action> {
+    let acts = b.ring(Queue::Send, va);
     b.after(wake_of(&acts).0);
     let acts = b.nic(NicMsg::Engine(EngineWake::DoorbellDecoded));
     let (req, _, _, _) = translate_of(&acts);
@@ -699,13 +681,24 @@ fn send_then_next_doorbell(follow: bool, first: u64, next: u64) -> (Bench, Vec<A
     }
     .emit(&mut bytes)
     .expect("descriptor");
-    // The provider linked the next descriptor in before the card read this one.
-    bytes[..8].copy_from_slice(&next.to_le_bytes());
-    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    if next != 0 {
+        bytes[..8].copy_from_slice(&next.to_le_bytes());
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    }
     let acts = b.dma_done(tag, bytes);
     let (after, _, wake) = wake_of(&acts);
     b.after(after);
-    let acts = b.nic(NicMsg::Engine(wake));
+    b.nic(NicMsg::Engine(wake))
+}
+
+/// Runs a flushed send (VI 0 idle) of the descriptor at `first` whose DMA read returns
+/// `next` as its Next link (handle 1), to its status write; then rings the send queue's
+/// next doorbell without `HEAD` and returns the actions of its dispatch.
+fn send_then_next_doorbell(follow: bool, first: u64, next: u64) -> (Bench, Vec<Action>) {
+    let mut b = Bench::new();
+    b.e.params.follow_read_links = follow;
+    b.vi0(ViState::Idle);
+    let acts = decoded_send_on_idle_vi(&mut b, first, next);
     let (tag, _, _) = dma_of(&acts);
     b.dma_done(tag, Vec::new());
     b.after(Cycles(1));

@@ -167,12 +167,11 @@ impl Engine {
         s.desc_bytes.extend_from_slice(&done.data);
         let need = descriptor_len(s.seg_count()) as u64;
         if !rest {
-            let (vi, va, handle) = (s.vi, s.desc_va, s.desc_handle);
-            self.tail_read(vi, false, va, handle, &done.data);
+            let follow = self.params.follow_read_links;
+            let key = (s.vi, false);
+            self.doorbells
+                .descriptor_read(follow, key, s.desc_va, s.desc_handle, &done.data);
         }
-        let Some(s) = self.send.ctxs.get_mut(&id) else {
-            return self.bookkeeping_miss("send context of a descriptor read");
-        };
         if !rest && need > DESC_HEAD {
             s.set_front(FrontStep::DescTranslate, io);
             let (msg, handle, va, vi) = (s.msg, s.desc_handle, s.desc_va, s.vi);

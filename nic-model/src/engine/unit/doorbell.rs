@@ -256,16 +256,20 @@ impl DoorbellUnit {
     }
 
     /// A DMA read of descriptor (`va`, `handle`) of work queue `key` returned `bytes`
-    /// (its first bytes): if that descriptor is still the queue's tail and its Next link
-    /// is already written, the link is kept for the queue's next doorbell. Returns
-    /// whether it was kept.
+    /// (its first bytes): with `follow` (`EngineParams::follow_read_links`), if that
+    /// descriptor is still the queue's tail and its Next link is already written, the
+    /// link is kept for the queue's next doorbell. Returns whether it was kept.
     pub fn descriptor_read(
         &mut self,
+        follow: bool,
         key: TailKey,
         va: u64,
         handle: MemHandle,
         bytes: &[u8],
     ) -> bool {
+        if !follow {
+            return false;
+        }
         // May miss: the queue took a later descriptor meanwhile, or the read is of a
         // descriptor that was never a tail (an unknown queue byte).
         let Some(t) = self.tails.get_mut(&key) else {
@@ -436,23 +440,23 @@ mod tests {
         let mut u = DoorbellUnit::default();
         let mut desc = vec![0u8; 64];
         // No tail for the queue: nothing kept.
-        assert!(!u.descriptor_read((0, false), 0x100, MemHandle(4), &desc));
+        assert!(!u.descriptor_read(true, (0, false), 0x100, MemHandle(4), &desc));
         u.tails.insert((0, false), Tail::new(0x100, MemHandle(4)));
         // The link still null when the card read it: nothing kept.
-        assert!(!u.descriptor_read((0, false), 0x100, MemHandle(4), &desc));
+        assert!(!u.descriptor_read(true, (0, false), 0x100, MemHandle(4), &desc));
         desc[..8].copy_from_slice(&0x140u64.to_le_bytes());
         desc[8..12].copy_from_slice(&7u32.to_le_bytes());
         // Another descriptor than the tail (same VA, other handle; or other queue).
-        assert!(!u.descriptor_read((0, false), 0x100, MemHandle(5), &desc));
-        assert!(!u.descriptor_read((0, true), 0x100, MemHandle(4), &desc));
-        assert!(u.descriptor_read((0, false), 0x100, MemHandle(4), &desc));
+        assert!(!u.descriptor_read(true, (0, false), 0x100, MemHandle(5), &desc));
+        assert!(!u.descriptor_read(true, (0, true), 0x100, MemHandle(4), &desc));
+        assert!(u.descriptor_read(true, (0, false), 0x100, MemHandle(4), &desc));
         assert_eq!(
             u.tails.get(&(0, false)).and_then(|t| t.next),
             Some((0x140, MemHandle(7)))
         );
         // A second read does not change a known link.
         desc[..8].copy_from_slice(&0x180u64.to_le_bytes());
-        assert!(!u.descriptor_read((0, false), 0x100, MemHandle(4), &desc));
+        assert!(!u.descriptor_read(true, (0, false), 0x100, MemHandle(4), &desc));
         assert_eq!(
             u.tails.get(&(0, false)).and_then(|t| t.next),
             Some((0x140, MemHandle(7)))
@@ -461,7 +465,7 @@ mod tests {
         // A descriptor posted again after it completed links itself: not kept.
         u.tails.insert((1, false), Tail::new(0x140, MemHandle(7)));
         desc[..8].copy_from_slice(&0x140u64.to_le_bytes());
-        assert!(!u.descriptor_read((1, false), 0x140, MemHandle(7), &desc));
+        assert!(!u.descriptor_read(true, (1, false), 0x140, MemHandle(7), &desc));
         assert_eq!(u.tails.get(&(1, false)).and_then(|t| t.next), None);
     }
 
