@@ -124,12 +124,9 @@ impl HostMemory {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         };
-        let mut bases: Vec<u64> = self.frames.keys().copied().collect();
-        bases.sort_unstable();
-        for (base, frame) in bases
-            .iter()
-            .filter_map(|b| self.frames.get(b).map(|f| (b, f)))
-        {
+        let mut frames: Vec<_> = self.frames.iter().collect();
+        frames.sort_unstable_by_key(|&(base, _)| *base);
+        for (base, frame) in frames {
             if frame.iter().all(|&b| b == 0) {
                 continue; // an all-zero frame reads like an untouched one
             }

@@ -295,14 +295,12 @@ impl HostCpu {
             }
         };
         k = k.saturating_add(self.params.fast_scan_skew_iterations);
-        if let Some((scans, _, _)) = park.expiry {
+        if let Some((scans, _, token)) = park.expiry {
             if k > scans {
                 // The scan that gives up comes first: the write changes nothing.
                 self.wait = Wait::ScanParked(park);
                 return;
             }
-        }
-        if let Some((_, _, token)) = park.expiry {
             ctx.cancel(token);
         }
         self.generation += 1; // the deadline's wake-up, should it still come, is stale

@@ -9,6 +9,7 @@
 use super::complete::STATUS_OFFSET;
 use super::{CqCompletion, CqHandle, NicHandle, Timeout, ViHandle, VipError, VipResult, Vipl};
 use crate::ops::{PollCond, PollTarget};
+use sim_kernel::Time;
 use via_abi::{Status, WorkQueue};
 
 impl Vipl {
@@ -85,28 +86,28 @@ impl Vipl {
         let start = self.now();
         self.compute(self.cfg.costs.vipl_call).await;
         let deadline = self.deadline(timeout);
-        let r = match self.cq_candidates(cq) {
-            Ok(candidates) => {
-                let done = PollCond::AnyBits32(Status::DONE.bits());
-                let targets = candidates
-                    .iter()
-                    .map(|c| PollTarget {
-                        va: c.va + STATUS_OFFSET,
-                        cond: done,
-                    })
-                    .collect();
-                match self.poll_any(targets, deadline).await {
-                    Ok(s) => match s.found.and_then(|i| candidates.get(i)) {
-                        Some(&c) => Ok(self.notify(c)),
-                        None => Err(VipError::InvalidParameter),
-                    },
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        };
+        let r = self.cq_poll(cq, deadline).await;
         self.end_call("VipCQWait", start, &r);
         r
+    }
+
+    /// `VipCQWait`'s loop: one poll over the candidates' status words until one is done
+    /// or `deadline` passes.
+    async fn cq_poll(&mut self, cq: CqHandle, deadline: Option<Time>) -> VipResult<CqCompletion> {
+        let candidates = self.cq_candidates(cq)?;
+        let done = PollCond::AnyBits32(Status::DONE.bits());
+        let targets = candidates
+            .iter()
+            .map(|c| PollTarget {
+                va: c.va + STATUS_OFFSET,
+                cond: done,
+            })
+            .collect();
+        let s = self.poll_any(targets, deadline).await?;
+        match s.found.and_then(|i| candidates.get(i)) {
+            Some(&c) => Ok(self.notify(c)),
+            None => Err(VipError::InvalidParameter),
+        }
     }
 
     /// The oldest not-yet-reported descriptor of each work queue tied to `cq`, in scan
