@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{connected_vi, done, mac, passive_peer, Sys};
+use common::{connected_vi, done, mac, passive_peer, registered_page, Sys};
 use host_driver::vipl::descriptor::{data_segment, recv_descriptor, send_descriptor};
 use host_driver::{CpuCosts, CpuState, PollCond, ProgramError, Timeout, VipMemAttributes};
 use sim_kernel::{Cycles, Duration, Span, Time};
@@ -137,13 +137,7 @@ fn post_send_span_is_call_cost_plus_doorbell() {
     });
     s.load(0, Time::ZERO, move |mut v| async move {
         let (nic, ptag, vi) = connected_vi(&mut v, false, mac(1)).await.unwrap();
-        let buf = v.malloc(4096, 64).await.unwrap();
-        let a = VipMemAttributes {
-            ptag,
-            enable_rdma_write: false,
-            enable_rdma_read: false,
-        };
-        let mh = v.vip_register_mem(nic, buf, 4096, &a).await.unwrap();
+        let (buf, mh) = registered_page(&mut v, nic, ptag).await;
         v.build_descriptor(
             buf,
             &send_descriptor(vec![data_segment(buf + 512, mh, 8)], None),
@@ -274,13 +268,7 @@ fn every_vipl_call_of_a_receive_path_has_its_span() {
     });
     s.load(0, Time::ZERO, move |mut v| async move {
         let (nic, ptag, vi) = connected_vi(&mut v, false, mac(1)).await.unwrap();
-        let buf = v.malloc(4096, 64).await.unwrap();
-        let a = VipMemAttributes {
-            ptag,
-            enable_rdma_write: false,
-            enable_rdma_read: false,
-        };
-        let mh = v.vip_register_mem(nic, buf, 4096, &a).await.unwrap();
+        let (buf, mh) = registered_page(&mut v, nic, ptag).await;
         v.build_descriptor(buf, &recv_descriptor(vec![data_segment(buf + 512, mh, 8)]))
             .await
             .unwrap();

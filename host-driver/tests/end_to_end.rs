@@ -4,13 +4,13 @@
 
 mod common;
 
-use common::{connected_vi, done, mac, note, result_of, Log, Sys};
+use common::{connected_vi, done, mac, note, registered_page, result_of, Log, Sys};
 use host_driver::programs::{
     rdma_pingpong_initiator, rdma_pingpong_responder, sendrecv_pingpong_initiator,
     sendrecv_pingpong_responder, PingPongParams,
 };
 use host_driver::vipl::descriptor::{data_segment, recv_descriptor, send_descriptor};
-use host_driver::{ProgramReport, Timeout, VipMemAttributes};
+use host_driver::{ProgramReport, Timeout};
 use proptest::prelude::*;
 use sim_kernel::{Duration, Time};
 use via_abi::WorkQueue;
@@ -142,13 +142,7 @@ fn completion_queue_reports_a_receive() {
     let (l0, l1) = (log.clone(), log.clone());
     s.load(1, Time::ZERO, move |mut v| async move {
         let (nic, ptag, vi) = connected_vi(&mut v, true, mac(0)).await.unwrap();
-        let buf = v.malloc(4096, 64).await.unwrap();
-        let a = VipMemAttributes {
-            ptag,
-            enable_rdma_write: false,
-            enable_rdma_read: false,
-        };
-        let mh = v.vip_register_mem(nic, buf, 4096, &a).await.unwrap();
+        let (buf, mh) = registered_page(&mut v, nic, ptag).await;
         v.sleep(Duration::from_ns(50_000)).await;
         v.poke(buf + 512, b"hello").await.unwrap();
         v.build_descriptor(
@@ -178,13 +172,7 @@ fn completion_queue_reports_a_receive() {
             )
             .await
             .unwrap();
-        let buf = v.malloc(4096, 64).await.unwrap();
-        let a = VipMemAttributes {
-            ptag,
-            enable_rdma_write: false,
-            enable_rdma_read: false,
-        };
-        let mh = v.vip_register_mem(nic, buf, 4096, &a).await.unwrap();
+        let (buf, mh) = registered_page(&mut v, nic, ptag).await;
         v.build_descriptor(buf, &recv_descriptor(vec![data_segment(buf + 512, mh, 64)]))
             .await
             .unwrap();

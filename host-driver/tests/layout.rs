@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{done, Sys};
+use common::{done, registered_page, Sys};
 use host_driver::vipl::descriptor::{data_segment, rdma_write_descriptor, recv_descriptor};
 use host_driver::{ViAttributes, VipMemAttributes};
 use pci_model::PAGE_SIZE;
@@ -148,13 +148,7 @@ fn a_descriptor_reused_on_another_queue_takes_no_link_from_its_old_queue() {
                 .unwrap();
             vis.push(vi);
         }
-        let buf = v.malloc(4096, 64).await.unwrap();
-        let a = VipMemAttributes {
-            ptag,
-            enable_rdma_write: false,
-            enable_rdma_read: false,
-        };
-        let mh = v.vip_register_mem(nic, buf, 4096, &a).await.unwrap();
+        let (buf, mh) = registered_page(&mut v, nic, ptag).await;
         let (d1, d2, d3) = (buf, buf + 64, buf + 128);
         // d1 on VI 0; d2 on VI 1; d1 again on VI 1 (done on VI 0, in a real run);
         // then d3 on VI 0, whose last post, d1, now belongs to VI 1.

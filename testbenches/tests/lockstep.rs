@@ -279,6 +279,14 @@ fn a_bus_look_ahead_off_by_one_clock_is_caught() {
     );
 }
 
+/// `cfg` with the random clocks and poll cost of the property tests.
+fn clocked(mut cfg: SystemConfig, cpu_mhz: f64, pci_mhz: f64, poll_cycles: u32) -> SystemConfig {
+    cfg.host.cpu_clock_mhz = cpu_mhz;
+    cfg.pci.system.clock_mhz = pci_mhz;
+    cfg.host.costs.poll_iteration_cycles = poll_cycles;
+    cfg
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: if long() { 64 } else { 6 },
@@ -294,10 +302,7 @@ proptest! {
         pci_mhz in prop::sample::select(vec![25.0, 33.0, 66.0]),
         poll_cycles in 4u32..40,
     ) {
-        let mut cfg = preset("hvia-ge");
-        cfg.host.cpu_clock_mhz = cpu_mhz;
-        cfg.pci.system.clock_mhz = pci_mhz;
-        cfg.host.costs.poll_iteration_cycles = poll_cycles;
+        let cfg = clocked(preset("hvia-ge"), cpu_mhz, pci_mhz, poll_cycles);
         let op = if send_recv { Op::SendRecv } else { Op::RdmaWrite };
         prop_assert_eq!(disagreement(&cfg, op, size, Skew::default()), None);
     }
@@ -504,10 +509,7 @@ proptest! {
         poll_cycles in 4u32..40,
         cache in any::<bool>(),
     ) {
-        let mut cfg = mpi_preset(2);
-        cfg.host.cpu_clock_mhz = cpu_mhz;
-        cfg.pci.system.clock_mhz = pci_mhz;
-        cfg.host.costs.poll_iteration_cycles = poll_cycles;
+        let mut cfg = clocked(mpi_preset(2), cpu_mhz, pci_mhz, poll_cycles);
         if cache {
             cfg.mpi.registration = testbenches::config::MpiRegistration::Cache;
         }

@@ -285,6 +285,23 @@ pub fn done(vipl: &Vipl, program: &'static str) -> ProgramResult {
     })
 }
 
+/// A page-sized buffer (64-byte aligned) registered under `ptag` with neither RDMA
+/// enabled: its address and memory handle.
+pub async fn registered_page(
+    vipl: &mut Vipl,
+    nic: host_driver::NicHandle,
+    ptag: via_abi::ProtectionTag,
+) -> (u64, via_abi::MemHandle) {
+    let buf = vipl.malloc(4096, 64).await.unwrap();
+    let a = host_driver::VipMemAttributes {
+        ptag,
+        enable_rdma_write: false,
+        enable_rdma_read: false,
+    };
+    let mh = vipl.vip_register_mem(nic, buf, 4096, &a).await.unwrap();
+    (buf, mh)
+}
+
 /// Opens the NIC, creates a tag and a VI (RDMA write enabled), and connects it: as the
 /// responder (`wait`) or the initiator.
 pub async fn connected_vi(
