@@ -28,7 +28,15 @@
 //! | `GecRxRelease { slot }` | engine -> GEC | the engine has moved the frame out: the slot may be given back to the DP83820 |
 //! | `GecInit` | testbench -> GEC | at the start of a run: build the rings, program the DP83820 |
 //! | `GecReady` | GEC -> engine | the DP83820 is programmed; earlier `GecTransmit`s waited for this |
+//!
+//! The local bus may also read the RAM itself for the DP83820 (the GEC read fold, untraced
+//! fast stepping only, see `pci_model::ram_fold`): it registers a sample at the place the
+//! GEC's read would have had in the run's order, and the RAM keeps the sample's bytes
+//! copy-on-write. For that the World tells the RAM the key of each event it hands the
+//! RAM to ([`BufferRam::set_event`]).
 
+use pci_model::{FoldRam, ReadSamples};
+use sim_kernel::EventKey;
 use thiserror::Error;
 
 /// Size of one DP83820 descriptor with 32-bit addressing \[bytes\] (DP83820 datasheet).
@@ -192,6 +200,8 @@ impl BufferLayout {
 pub struct BufferRam {
     layout: BufferLayout,
     bytes: Vec<u8>,
+    /// Reads the local bus answers itself, pending (copy-on-write).
+    samples: ReadSamples,
 }
 
 impl BufferRam {
@@ -206,6 +216,7 @@ impl BufferRam {
         Ok(Self {
             layout,
             bytes: vec![0; size],
+            samples: ReadSamples::default(),
         })
     }
 
@@ -258,8 +269,42 @@ impl BufferRam {
     /// Any byte outside the RAM (nothing is written).
     pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), BufferError> {
         let r = self.range(addr, data.len() as u64)?;
+        if !self.samples.is_empty() {
+            let (bytes, base) = (&self.bytes, self.layout.base);
+            self.samples
+                .before_write(addr, data.len() as u64, |a, n| copy_of(bytes, base, a, n));
+        }
         self.bytes[r].copy_from_slice(data);
         Ok(())
+    }
+
+    /// The event that touches the RAM next: the World calls it before it hands the RAM
+    /// to a component's handler, so that a write knows whether it comes after a pending
+    /// sample of the bus (see the module doc).
+    pub fn set_event(&mut self, key: EventKey) {
+        self.samples.set_now(key);
+    }
+}
+
+/// `n` bytes of `bytes` (a RAM starting at `base`) from `addr` (zeros where outside).
+fn copy_of(bytes: &[u8], base: u64, addr: u64, n: u64) -> Vec<u8> {
+    let mut out = vec![0u8; usize::try_from(n).unwrap_or(0)];
+    let from = usize::try_from(addr.saturating_sub(base)).unwrap_or(usize::MAX);
+    if let Some(src) = bytes.get(from..) {
+        let k = out.len().min(src.len());
+        out[..k].copy_from_slice(&src[..k]);
+    }
+    out
+}
+
+impl FoldRam for BufferRam {
+    fn sample(&mut self, at: EventKey, addr: u64, len: u64) -> u64 {
+        self.samples.add(at, addr, len)
+    }
+
+    fn take_sample(&mut self, id: u64) -> Option<Vec<u8>> {
+        let (bytes, base) = (&self.bytes, self.layout.base);
+        self.samples.take(id, |a, n| copy_of(bytes, base, a, n))
     }
 }
 
@@ -296,6 +341,54 @@ mod tests {
         let mut buf = [9u8; 2];
         assert!(ram.read(end, &mut buf).is_err());
         assert_eq!(buf, [9, 9], "a refused read leaves the buffer alone");
+    }
+
+    /// The bus's sample of a read at the place `at` sees every write of an event before
+    /// it and none of an event at or after it (a same-instant event queued later than the
+    /// read would have been has an equal or higher key).
+    #[test]
+    fn a_sample_keeps_the_bytes_of_its_place_in_the_order() {
+        use sim_kernel::{Priority, Time};
+        let key = |t: u64, p: Priority, seq: u64| EventKey {
+            time: Time(t),
+            priority: p,
+            sequence: seq,
+        };
+        let mut ram = BufferRam::new(BufferLayout::default()).unwrap();
+        let a = ram.layout().tx_buffer(0).unwrap();
+        ram.write(a, &[1, 1, 1, 1, 1, 1, 1, 1]).unwrap();
+        let at = key(1000, Priority::NORMAL, 50);
+        let id = ram.sample(at, a, 8);
+        // Before its place: earlier instants, earlier priority or an event queued
+        // before the read's at the same instant and priority.
+        ram.set_event(key(900, Priority::LATE, 70));
+        ram.write(a, &[2]).unwrap();
+        ram.set_event(key(1000, Priority::EARLY, 60));
+        ram.write(a + 1, &[3]).unwrap();
+        ram.set_event(key(1000, Priority::NORMAL, 49));
+        ram.write(a + 2, &[4]).unwrap();
+        // At or after it: the very next sequence number, a later priority, a later instant.
+        ram.set_event(key(1000, Priority::NORMAL, 50));
+        ram.write(a + 3, &[9]).unwrap();
+        ram.set_event(key(1000, Priority::LATE, 10));
+        ram.write(a, &[9, 9]).unwrap();
+        ram.set_event(key(2000, Priority::EARLY, 1));
+        ram.write(a + 4, &[9, 9, 9, 9]).unwrap();
+        assert_eq!(ram.take_sample(id), Some(vec![2, 3, 4, 1, 1, 1, 1, 1]));
+        assert_eq!(ram.take_sample(id), None, "a sample is taken once");
+        assert_eq!(ram.read_vec(a, 8).unwrap(), vec![9, 9, 4, 9, 9, 9, 9, 9]);
+
+        // A write that does not overlap leaves the sample reading the RAM; one after
+        // its place that overlaps only its last byte still keeps all of it.
+        let id = ram.sample(key(3000, Priority::NORMAL, 80), a, 4);
+        ram.set_event(key(3000, Priority::NORMAL, 81));
+        ram.write(a + 4, &[5]).unwrap();
+        let id2 = ram.sample(key(3000, Priority::NORMAL, 82), a, 4);
+        ram.set_event(key(3500, Priority::NORMAL, 90));
+        ram.write(a + 3, &[7]).unwrap();
+        assert_eq!(ram.take_sample(id), Some(vec![9, 9, 4, 9]));
+        assert_eq!(ram.take_sample(id2), Some(vec![9, 9, 4, 9]));
+        assert_eq!(ram.read_vec(a, 5).unwrap(), vec![9, 9, 4, 7, 5]);
     }
 
     #[test]

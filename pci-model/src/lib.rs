@@ -17,6 +17,7 @@
 //! - [`PciMsg`] ([`msg`]): the one message enum of this crate, including the bus
 //!   interface other crates' masters, targets and CPU use;
 //! - [`params`]: parameter structs with units and sources, [`param_docs`];
+//! - [`ram_fold`]: a device target's RAM that the bus reads itself (the GEC read fold);
 //! - [`stats`]: bus, master and per-transaction statistics;
 //! - [`testbench`]: a small self-contained system and the `dma` throughput scenario.
 //!
@@ -71,12 +72,13 @@ pub mod memory;
 pub mod msg;
 pub mod page_table;
 pub mod params;
+pub mod ram_fold;
 pub mod stats;
 pub mod testbench;
 
 pub use abort::{AbortKind, AbortRange, AbortRangeError};
 pub use bridge::{BridgeStats, HostBridge};
-pub use bus::{BusPhase, MasterConfig, PciBus, TargetId};
+pub use bus::{BusPhase, FoldStats, MasterConfig, PciBus, TargetId};
 pub use device::SimpleTarget;
 pub use dma::{read_command, write_command, DmaMaster, DmaState, DmaStats};
 pub use error::{MemError, PciError};
@@ -90,6 +92,7 @@ pub use params::{
     param_docs, BridgeParams, BusParams, BusWidth, DevselSpeed, DmaParams, ParamDoc, ParkPolicy,
     ReadMode, Stepping, TargetProfile,
 };
+pub use ram_fold::{FoldRam, RamBacking, ReadSamples};
 pub use stats::{BusStats, MasterStats, TenureEnd, TenureRecord};
 pub use testbench::{
     burst_account, dma_throughput, BenchDirection, BenchTarget, BurstAccount, DmaBenchParams,

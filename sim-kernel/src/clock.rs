@@ -135,6 +135,20 @@ impl ClockDomain {
         self.edge_at_or_after(t) + self.period * n.0
     }
 
+    /// Where a message sent at `now` to a component of this domain, to arrive no sooner
+    /// than `earliest`, lands: its first edge at or after `earliest`, but at least one
+    /// cycle after its first edge at or after `now` (the kernel's rule for
+    /// [`crate::Ctx::send_at`]; `earliest` = 0 is [`crate::Ctx::send`]).
+    #[must_use]
+    pub fn landing(&self, now: Time, earliest: Time) -> Time {
+        let floor = self.edge_after(now, Cycles(1));
+        if earliest <= floor {
+            floor
+        } else {
+            self.edge_at_or_after(earliest)
+        }
+    }
+
     /// Whether `t` is an edge of this domain.
     #[must_use]
     pub fn is_edge(&self, t: Time) -> bool {

@@ -21,6 +21,7 @@
 //! ```
 
 use crate::clock::ClockDomain;
+use crate::order::EventKey;
 use crate::queue::{EventQueue, EventToken, Priority};
 use crate::time::{Cycles, Time};
 use crate::trace::{MsgId, Span, TraceSink};
@@ -119,6 +120,8 @@ pub struct Kernel<M> {
     trace: TraceSink,
     stats: RunStats,
     stop: bool,
+    /// The key of the event being delivered (see [`Ctx::event_key`]).
+    current: EventKey,
 }
 
 impl<M> Kernel<M> {
@@ -134,6 +137,7 @@ impl<M> Kernel<M> {
             trace: TraceSink::new(trace),
             stats: RunStats::default(),
             stop: false,
+            current: EventKey::default(),
         }
     }
 
@@ -295,6 +299,11 @@ impl<M> Kernel<M> {
             };
             debug_assert!(entry.time() >= self.now, "time went backwards");
             self.now = entry.time();
+            self.current = EventKey {
+                time: self.now,
+                priority: entry.priority(),
+                sequence: entry.sequence(),
+            };
             let (to, msg) = entry.item;
             self.stats.events += 1;
             budget -= 1;
@@ -373,6 +382,22 @@ impl<M> Ctx<'_, M> {
     #[must_use]
     pub fn now(&self) -> Time {
         self.kernel.now
+    }
+
+    /// The place of the event being handled in the run's order (see [`EventKey`]).
+    #[inline]
+    #[must_use]
+    pub fn event_key(&self) -> EventKey {
+        self.kernel.current
+    }
+
+    /// The sequence number of the next event queued: an event queued now at time `t`
+    /// with priority `p` has the key `EventKey { time: t, priority: p, sequence:
+    /// ctx.next_sequence() }`; every event queued before it has a lower sequence.
+    #[inline]
+    #[must_use]
+    pub fn next_sequence(&self) -> u64 {
+        self.kernel.queue.next_sequence()
     }
 
     /// The component being run.

@@ -3,6 +3,7 @@
 //! - [`time`]: [`Time`] and [`Duration`] in picoseconds, [`Cycles`], [`Bytes`];
 //! - [`clock`]: [`ClockDomain`] with exact edge arithmetic;
 //! - [`queue`]: the `(time, priority, sequence)` event queue, ties first in first out;
+//!   [`order`]: [`EventKey`], an event's place in that order;
 //! - [`kernel`]: [`Kernel`], [`Ctx`], [`World`]; messages land on the receiver's edges,
 //!   at least one of its cycles after they are sent;
 //! - [`trace`]: spans and state transitions for reports, one branch when off;
@@ -19,6 +20,7 @@
 pub mod clock;
 pub mod fsm;
 pub mod kernel;
+pub mod order;
 pub mod queue;
 pub mod rng;
 pub mod time;
@@ -28,6 +30,7 @@ pub mod wiring;
 pub use clock::{ClockDomain, ClockError};
 pub use fsm::{Fsm, StateName, TransitionSink};
 pub use kernel::{ComponentId, Ctx, DomainId, Kernel, RunLimit, RunOutcome, RunStats, World};
+pub use order::EventKey;
 pub use queue::{EventToken, Priority};
 pub use rng::SplitMix64;
 pub use time::{Bytes, Cycles, Duration, Time};

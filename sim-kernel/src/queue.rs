@@ -198,6 +198,13 @@ impl<T> EventQueue<T> {
         }
     }
 
+    /// The sequence number the next push gets: every event queued so far has a lower
+    /// one (see [`crate::EventKey`]).
+    #[must_use]
+    pub fn next_sequence(&self) -> u64 {
+        self.next_seq & SEQ_MASK
+    }
+
     /// Queues `item` at `time` with `priority`; returns its sequence number.
     ///
     /// # Panics

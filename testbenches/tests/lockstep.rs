@@ -5,13 +5,15 @@
 //! observable - every trace span and state transition with its time (not the order in
 //! which they were recorded), every program
 //! record, every byte of host memory and card buffer RAM at the end, and the counters of
-//! the CPUs, engines, DMA masters and buses. Only the event count may differ.
+//! the CPUs, engines, DMA masters, buses and GECs. Only the event count may differ.
 //!
 //! CI runs both operations at 4, 1460, 1461 and 4096 bytes on every preset and 65536
 //! bytes on the default one, plus random configurations; `HVIA_LOCKSTEP_LONG=1 cargo
 //! test --release -p testbenches --test lockstep` adds 65536 bytes on every preset and
-//! more random cases. Two tests break a fast path by one clock on purpose (the poll
-//! fast path; the PCI bus's untraced look-ahead) and check that it is caught.
+//! more random cases. Three tests break a fast path by one clock on purpose (the poll
+//! fast path; the PCI bus's untraced look-ahead; the local bus's answer to a DP83820
+//! read from the buffer RAM, the GEC read fold) and check that it is caught. The GEC's
+//! counters are compared with the reads its bus answered for it added.
 //!
 //! MPI runs wait in `VipCQWait`, a poll over several words that the fast mode parks:
 //! the same comparison on `hvia mpi pingpong`'s program at 4, 1460, 8192 (eager),
@@ -81,6 +83,8 @@ fn observe_system(sys: &System, records: Vec<String>, one_way_ps: u64) -> Observ
             Comp::Engine(_, e) => Some(format!("{:?}", e.stats())),
             Comp::Dma(_, d) => Some(format!("{:?}", d.stats())),
             Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => Some(format!("{:?}", b.stats())),
+            // With the reads its local bus answered from the buffer RAM for it.
+            Comp::Gec(n, _) => sys.gec_stats(*n).map(|s| format!("{s:?}")),
             _ => None,
         })
         .collect();
@@ -114,6 +118,9 @@ struct Skew {
     bus: u64,
     /// A parked poll over several words (`VipCQWait`) woken this many scans late.
     scan: u64,
+    /// A local bus that sees the data of a read it answers from the buffer RAM itself
+    /// (untraced) this many clocks late.
+    fold: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -127,6 +134,7 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
     for (_, part) in sys.world.iter_mut() {
         if let Comp::SystemBus(_, b) | Comp::LocalBus(_, b) = part {
             b.set_untraced_skew_clocks(skew.bus);
+            b.set_fold_skew_clocks(skew.fold);
         }
     }
 }
@@ -276,6 +284,22 @@ fn a_bus_look_ahead_off_by_one_clock_is_caught() {
     assert!(
         !matches!(outcome, Ok(None)),
         "a bus woken one clock late went unnoticed"
+    );
+}
+
+/// A local bus that answers the DP83820's reads of the buffer RAM itself (untraced) and
+/// sees their data one clock after `TargetReadData` would have landed is caught.
+#[test]
+fn a_gec_read_fold_off_by_one_clock_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        fold: 1,
+        ..Skew::default()
+    };
+    let d = disagreement(&cfg, Op::RdmaWrite, 1460, skew);
+    assert!(
+        d.is_some(),
+        "a folded read seen one clock late went unnoticed"
     );
 }
 

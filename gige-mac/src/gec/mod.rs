@@ -15,7 +15,9 @@
 //!   sampled, with the RAM's bytes at that edge; writes land in the RAM at the end of
 //!   their transaction. A write that covers a descriptor's cmdsts is a DP83820
 //!   write-back: on a TX descriptor with OWN clear it reports `GecTxDone`, on an RX
-//!   descriptor with OWN set `GecRxFrame` ([`target`]).
+//!   descriptor with OWN set `GecRxFrame` ([`target`]). In untraced fast stepping the
+//!   local bus answers the reads itself from the RAM, with the same timing and bytes
+//!   ([`GecParams::ram_backing`], `pci_model::ram_fold`).
 //! - **local-bus master** for DP83820 register writes (one dword each): TXDP, RXDP,
 //!   TXCFG, RXCFG and CR.RXE at initialization; CR.TXE for every frame; CR.RXE after a
 //!   released buffer is the one the receiver stopped at ([`port`]).

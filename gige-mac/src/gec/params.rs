@@ -110,6 +110,20 @@ impl GecParams {
         .encode()
     }
 
+    /// The GEC's buffer RAM `layout` as a RAM-backed local-bus target
+    /// ([`pci_model::PciBus::set_ram_backed`]): the bus answers the DP83820's reads from
+    /// it as the GEC's `target_read` does (the RAM's window, a target abort for a read
+    /// starting outside it, the data `ram_read_latency` core clocks after the sampling
+    /// edge).
+    #[must_use]
+    pub fn ram_backing(&self, layout: &crate::BufferLayout) -> pci_model::RamBacking {
+        pci_model::RamBacking {
+            start: layout.base,
+            end: layout.base + layout.size(),
+            read_latency: self.ram_read_latency,
+        }
+    }
+
     /// The master registration for [`pci_model::PciBus::add_master`].
     #[must_use]
     pub fn master_config(

@@ -8,6 +8,12 @@
 //! core clocks at 33 MHz, the first data phase is the third clock after the address
 //! phase (one wait state). Reads past the end of the RAM get what is there; a read
 //! starting outside it is a target abort.
+//!
+//! In untraced fast stepping the local bus answers these reads itself from the RAM with
+//! the same timing and bytes (`GecParams::ram_backing`, `pci_model::ram_fold`): no
+//! `TargetRead` reaches the GEC then, and the bus counts those reads
+//! (`PciBus::fold_stats`), which the system's reports add to `target_reads` and
+//! `target_errors`.
 
 use super::Gec;
 use crate::buffer_ram::BufferRam;

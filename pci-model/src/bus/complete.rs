@@ -93,6 +93,10 @@ impl PciBus {
                     if let Some(DeviceReply::Data(mut d)) = r.reply {
                         d.resize(n, 0);
                         read_data = d;
+                    } else {
+                        // A folded read's bytes are taken before its data clock (`fold.rs`).
+                        tracing::error!(target: "pci::bus", tag = r.tag, "read data without its bytes: zeros");
+                        read_data = vec![0; n];
                     }
                 }
             }

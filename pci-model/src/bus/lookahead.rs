@@ -193,13 +193,19 @@ impl PciBus {
             .device_reads
             .iter()
             .find(|r| Some(r.tag) == t.read_tag)?;
-        let from = (c + 1).max(t.a_clk + t.devsel);
+        // A folded read's answer is known, and seen from its clock on (`fold.rs`);
+        // its first data phase past the initial latency limit is a Retry there.
+        let from = (c + 1).max(t.a_clk + t.devsel).max(read.visible_from);
         match &read.reply {
             None => (t.words > 1 && t.lt >= INITIAL_LATENCY_LIMIT)
                 .then_some((t.a_clk + INITIAL_LATENCY_LIMIT).max(c + 1)),
+            Some(_) if from > t.a_clk + INITIAL_LATENCY_LIMIT => {
+                Some((t.a_clk + INITIAL_LATENCY_LIMIT).max(c + 1))
+            }
             Some(DeviceReply::Abort) => Some(from),
-            Some(DeviceReply::Data(d)) => {
-                let covered = t.addr.saturating_add(d.len() as u64).min(target.end);
+            Some(reply) => {
+                let len = reply.data_len().unwrap_or(0);
+                let covered = t.addr.saturating_add(len).min(target.end);
                 let n = words_within(t.addr, t.end, t.w, covered).min(t.words);
                 if n == 0 {
                     return Some(from); // target abort in its first data phase

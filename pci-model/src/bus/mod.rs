@@ -42,12 +42,14 @@
 pub(crate) mod arbiter;
 mod bulk;
 mod complete;
+mod fold;
 pub mod fsm;
 mod inputs;
 mod lookahead;
 pub mod tenure;
 pub(crate) mod words;
 
+pub use fold::FoldStats;
 pub use fsm::BusPhase;
 
 use crate::bridge::HostBridge;
@@ -55,9 +57,10 @@ use crate::error::PciError;
 use crate::memory::HostMemory;
 use crate::msg::{BusRequest, Command, MasterId, PciMsg};
 use crate::params::{BridgeParams, BusParams, Stepping, TargetProfile};
+use crate::ram_fold::RamBacking;
 use crate::stats::{BusStats, MasterStats, TenureRecord};
 use arbiter::Arbiter;
-use sim_kernel::{ComponentId, Ctx, Cycles, EventToken, Fsm, Priority, Time};
+use sim_kernel::{ComponentId, Ctx, Cycles, EventKey, EventToken, Fsm, Priority, Time};
 use std::collections::VecDeque;
 use tenure::Tenure;
 
@@ -150,12 +153,33 @@ pub(crate) struct DeviceRead {
     pub addr: u64,
     pub command: Command,
     pub reply: Option<DeviceReply>,
+    /// The first clock that sees `reply` (a folded read's answer is known before the
+    /// clock its message would have landed in; 0 for a landed message).
+    pub visible_from: u64,
 }
 
 #[derive(Clone, Debug)]
 pub(crate) enum DeviceReply {
     Data(Vec<u8>),
     Abort,
+    /// A folded read's `len` bytes, sampled in the target's RAM at the place `at` of
+    /// the run's order (registered there as `sample`), not taken yet (`fold.rs`).
+    Sampled {
+        len: u64,
+        at: EventKey,
+        sample: Option<u64>,
+    },
+}
+
+impl DeviceReply {
+    /// Bytes of data the answer carries (`None`: target abort).
+    pub(crate) fn data_len(&self) -> Option<u64> {
+        match self {
+            DeviceReply::Data(d) => Some(d.len() as u64),
+            DeviceReply::Sampled { len, .. } => Some(*len),
+            DeviceReply::Abort => None,
+        }
+    }
 }
 
 /// The stretch of a run the per-transaction log keeps (see
@@ -201,6 +225,18 @@ pub struct PciBus {
     /// Test hook: clocks added to the untraced wake-up bound of a device transaction
     /// (see [`PciBus::set_untraced_skew_clocks`]); 0 in every real run.
     untraced_skew: u64,
+    /// RAM-backed device targets, by index (`fold.rs`).
+    ram_targets: Vec<(usize, RamBacking)>,
+    /// The handler was given the RAM of the RAM-backed targets (`PciBus::handle_ram`).
+    fold_on: bool,
+    /// Samples decided in this handler, registered with the RAM at its end.
+    fold_new: Vec<fold::NewSample>,
+    /// Samples registered with the RAM and not taken yet.
+    samples_out: u64,
+    /// Reads answered from a target's RAM.
+    fold: FoldStats,
+    /// Test hook: clocks a folded read's data is seen late (0 in every real run).
+    fold_skew: u64,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
     log_window: Option<LogWindow>,
@@ -238,6 +274,12 @@ impl PciBus {
             next_read_tag: 1,
             reqs_buf: Vec::new(),
             untraced_skew: 0,
+            ram_targets: Vec::new(),
+            fold_on: false,
+            fold_new: Vec::new(),
+            samples_out: 0,
+            fold: FoldStats::default(),
+            fold_skew: 0,
             stats: BusStats::default(),
             log: None,
             log_window: None,

@@ -238,12 +238,17 @@ impl PciBus {
         }
         let tag = self.next_read_tag;
         self.next_read_tag += 1;
+        if let Some(r) = self.fold_read(ti, component, (tag, addr, end - addr), command, c, ctx) {
+            self.device_reads.push(r); // answered from the target's RAM (`fold.rs`)
+            return tag;
+        }
         self.device_reads.push(DeviceRead {
             tag,
             target: ti,
             addr,
             command,
             reply: None,
+            visible_from: 0,
         });
         let at = self.edge(c + 1);
         self.emit(
@@ -401,15 +406,17 @@ impl PciBus {
                     else {
                         return Ready::Retry;
                     };
-                    match &self.device_reads[pos].reply {
+                    let read = &self.device_reads[pos];
+                    match read.reply.as_ref().filter(|_| c >= read.visible_from) {
                         None => Ready::NotYet,
                         Some(DeviceReply::Abort) => Ready::Abort,
-                        Some(DeviceReply::Data(d)) => {
+                        Some(reply) => {
+                            let len = reply.data_len().unwrap_or(0);
                             let limit = words_within(
                                 t.addr,
                                 t.end,
                                 t.w,
-                                t.addr.saturating_add(d.len() as u64).min(range_end),
+                                t.addr.saturating_add(len).min(range_end),
                             );
                             if limit == 0 {
                                 // Not even the first data phase: the target cannot

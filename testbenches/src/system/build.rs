@@ -234,13 +234,18 @@ impl System {
             let mac_master = local
                 .add_master(mac_params.master_config("dp83820", id.mac_bus))
                 .map_err(model("mac.dma"))?;
-            local
+            let ram_target = local
                 .add_device_target(
                     layout.base,
                     layout.size(),
                     id.gec,
                     gec_params.target.clone(),
                 )
+                .map_err(model("card.local_target"))?;
+            // The bus answers the DP83820's reads of the buffer RAM itself when it may
+            // (untraced fast stepping, `pci_model::ram_fold`).
+            local
+                .set_ram_backed(ram_target, gec_params.ram_backing(&layout))
                 .map_err(model("card.local_target"))?;
             local
                 .add_device_target(

@@ -6,6 +6,7 @@
 //! - [`build`]: wiring the components from the config;
 //! - [`run`]: run control (until the programs return; stall detection);
 //! - [`faults`]: what the injected faults did, per node (besides the wire's);
+//! - [`counters`]: the GEC's counters with the reads the local bus answered for it;
 //! - [`pingpong`]: the ping-pong testbench;
 //! - [`delivery`]: what became of a run's messages (lost, resent, dropped frames);
 //! - [`spmd`]: one program on every node (the MPI and BSP libraries);
@@ -15,6 +16,7 @@
 
 pub mod breakdown;
 pub mod build;
+pub mod counters;
 pub mod delivery;
 pub mod faults;
 pub mod mesh;

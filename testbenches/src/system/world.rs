@@ -1,6 +1,8 @@
 //! The World of a whole simulated system: every component of every node, the message
 //! type `Msg` they exchange, and the routing of each delivered message to its handler
-//! with the node's physical storage (host memory, card buffer RAM) passed in.
+//! with the node's physical storage (host memory, card buffer RAM) passed in. The local
+//! bus gets the buffer RAM too: it answers the DP83820's reads of it itself in untraced
+//! fast stepping (`pci_model::ram_fold`).
 //!
 //! The World is a [`sim_kernel::Wiring`]: this file only says which message kinds each
 //! component takes, with which storage. A message of the wrong kind for its target is a
@@ -87,6 +89,16 @@ pub struct NodeStore {
     pub ram: BufferRam,
 }
 
+impl NodeStore {
+    /// The buffer RAM for the handler of the event `ctx` delivers: told that event's key,
+    /// so that its writes keep the bytes of the local bus's pending samples (the GEC read
+    /// fold, `pci_model::ram_fold`).
+    fn ram_in<M>(&mut self, ctx: &Ctx<'_, M>) -> &mut BufferRam {
+        self.ram.set_event(ctx.event_key());
+        &mut self.ram
+    }
+}
+
 /// All components and storage, by [`ComponentId`](sim_kernel::ComponentId): the system's [`Wiring`] (counting
 /// misroutes: a run fails on any, `RunError::Misrouted`).
 pub type SystemWorld = Wiring<Comp, Vec<NodeStore>>;
@@ -102,14 +114,14 @@ impl Part<Msg, Vec<NodeStore>> for Comp {
             (Comp::Cpu(n, c), Msg::Pci(m)) => c.on_pci(m, ctx, &mut nodes[*n].mem),
             (Comp::Cpu(n, c), Msg::Host(m)) => c.on_host(m, ctx, &mut nodes[*n].mem),
             (Comp::SystemBus(n, b), Msg::Pci(m)) => b.handle(m, ctx, Some(&mut nodes[*n].mem)),
-            (Comp::LocalBus(_, b), Msg::Pci(m)) => b.handle(m, ctx, None),
+            (Comp::LocalBus(n, b), Msg::Pci(m)) => b.handle_ram(m, ctx, &mut nodes[*n].ram),
             (Comp::Dma(_, d), Msg::Pci(m)) => d.handle(m, ctx),
             (Comp::Att(_, a), Msg::Nic(m)) => a.handle(m, ctx),
-            (Comp::Engine(n, e), Msg::Pci(m)) => e.on_pci(m, ctx, &mut nodes[*n].ram),
-            (Comp::Engine(n, e), Msg::Nic(m)) => e.on_nic(m, ctx, &mut nodes[*n].ram),
-            (Comp::Engine(n, e), Msg::Mac(m)) => e.on_mac(m, ctx, &mut nodes[*n].ram),
-            (Comp::Gec(n, g), Msg::Mac(m)) => g.handle_mac(m, ctx, &mut nodes[*n].ram),
-            (Comp::Gec(n, g), Msg::Pci(m)) => g.handle_pci(m, ctx, &mut nodes[*n].ram),
+            (Comp::Engine(n, e), Msg::Pci(m)) => e.on_pci(m, ctx, nodes[*n].ram_in(ctx)),
+            (Comp::Engine(n, e), Msg::Nic(m)) => e.on_nic(m, ctx, nodes[*n].ram_in(ctx)),
+            (Comp::Engine(n, e), Msg::Mac(m)) => e.on_mac(m, ctx, nodes[*n].ram_in(ctx)),
+            (Comp::Gec(n, g), Msg::Mac(m)) => g.handle_mac(m, ctx, nodes[*n].ram_in(ctx)),
+            (Comp::Gec(n, g), Msg::Pci(m)) => g.handle_pci(m, ctx, nodes[*n].ram_in(ctx)),
             (Comp::MacBus(_, d), Msg::Pci(m)) => d.handle_pci(m, ctx),
             (Comp::MacBus(_, d), Msg::Mac(m)) => d.handle_mac(m, ctx),
             (Comp::AttPort(_, p), Msg::Nic(m)) => p.on_nic(m, ctx),

@@ -1,0 +1,225 @@
+//! The read fold of a RAM-backed device target (see [`crate::ram_fold`]): untraced and
+//! in `Stepping::FastForward`, a read of such a target is answered by the bus from the
+//! target's RAM, which the World passes in ([`PciBus::handle_ram`]), instead of with
+//! `TargetRead` and `TargetReadData`. Results are those of the messages, clock for clock
+//! and byte for byte:
+//!
+//! - **When the RAM is read.** At the address phase (clock `c`, stepped at its own edge:
+//!   a device read's address clock is an output clock of the untraced look-ahead) the
+//!   bus computes where `TargetRead` would land, `t_s`: the target's first edge at or
+//!   after edge `c + 1`, at least one of its cycles after now (`ClockDomain::landing`,
+//!   the kernel's rule for `send_at`), and its place in the run's order: normal priority
+//!   and the sequence number the queue holds now (`Ctx::next_sequence`), the one the
+//!   message would have taken. It registers a sample of the bytes the target would read
+//!   (`[addr, addr + min(len, end - addr))`) at that place with the RAM, which keeps it
+//!   copy-on-write ([`crate::ReadSamples`]): the bytes the RAM holds at `t_s` in the
+//!   order of events, whatever is written later.
+//! - **When the data is seen.** `TargetReadData` would be sent at `t_s` to land
+//!   `read_latency` target clocks later, on the bus's first edge at or after that and at
+//!   least one bus clock after `t_s`: clock `k_d`. The answer is seen by the clocks from
+//!   `k_d` on, as the landed message is (a message landing at edge `k` is seen by clock
+//!   `k`, which the bus steps after it), in `target_ready` and in the look-ahead
+//!   (`device_output_bound`), so the bus has no wake-up for the answer: it is woken
+//!   where the transaction first has an output, as for a read whose data has landed.
+//! - **When the bytes are taken.** At the first event of the bus after `t_s` (its key
+//!   above the sample's), before any clock is stepped: clock `k_d` and later are only
+//!   stepped at or after edge `k_d`, which is after `t_s`.
+//! - **Abort.** A read starting outside the RAM is answered with target abort from
+//!   clock `k_d`, as `Gec::target_read` does.
+//! - **Counters.** The target does not see folded reads: the bus counts them
+//!   ([`PciBus::fold_stats`]) and the system's reports add them to the target's own.
+//!
+//! A sample's place and its data clock are computed from the same clock arithmetic as the
+//! messages', so a traced run (messages) and an untraced one (fold) agree; the lockstep
+//! harness compares exact stepping with both, and [`PciBus::set_fold_skew_clocks`]
+//! breaks the fold by a clock for the test that shows the harness catches it.
+
+use super::{DeviceRead, DeviceReply, PciBus, TargetId, TargetKind};
+use crate::error::PciError;
+use crate::msg::PciMsg;
+use crate::params::Stepping;
+use crate::ram_fold::{FoldRam, RamBacking};
+use sim_kernel::{ComponentId, Ctx, Cycles, EventKey, Priority, Time};
+
+/// Reads the bus answered from a target's RAM (they never reached the target).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FoldStats {
+    /// Reads answered (the target's `TargetRead`s that were not sent).
+    pub reads: u64,
+    /// Of them, reads starting outside the RAM, answered with target abort.
+    pub aborts: u64,
+}
+
+/// A sample decided in an address phase, registered with the RAM when the handler ends.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewSample {
+    pub tag: u64,
+    pub at: EventKey,
+    pub addr: u64,
+    pub len: u64,
+}
+
+impl PciBus {
+    /// Declares device target `target` RAM-backed: untraced and in
+    /// `Stepping::FastForward`, while the bus is handled with [`PciBus::handle_ram`], its
+    /// reads are answered from that RAM (see the module doc).
+    ///
+    /// # Errors
+    /// An unknown target or the host bridge.
+    pub fn set_ram_backed(&mut self, target: TargetId, ram: RamBacking) -> Result<(), PciError> {
+        let ti = usize::from(target.0);
+        if !matches!(
+            self.targets.get(ti).map(|t| &t.kind),
+            Some(TargetKind::Device { .. })
+        ) {
+            return Err(PciError::BadParam {
+                name: "ram-backed target",
+                why: format!("target {ti} is not a device target"),
+            });
+        }
+        self.ram_targets.retain(|(i, _)| *i != ti);
+        self.ram_targets.push((ti, ram));
+        Ok(())
+    }
+
+    /// [`PciBus::handle`] for a bus with a RAM-backed target, with that target's RAM
+    /// (and no host memory).
+    pub fn handle_ram<M: From<PciMsg>, R: FoldRam + ?Sized>(
+        &mut self,
+        msg: PciMsg,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut R,
+    ) {
+        if self.samples_out > 0 {
+            self.take_samples(ctx.event_key(), ram);
+        }
+        self.fold_on = true;
+        self.handle(msg, ctx, None);
+        self.fold_on = false;
+        if self.fold_new.is_empty() {
+            return;
+        }
+        // The vector keeps its room for the next samples.
+        let mut new = std::mem::take(&mut self.fold_new);
+        for s in new.drain(..) {
+            let id = ram.sample(s.at, s.addr, s.len);
+            if let Some(DeviceReply::Sampled { sample, .. }) = self
+                .device_reads
+                .iter_mut()
+                .find(|r| r.tag == s.tag)
+                .and_then(|r| r.reply.as_mut())
+            {
+                *sample = Some(id);
+                self.samples_out += 1;
+            }
+        }
+        self.fold_new = new;
+    }
+
+    /// Reads answered from a target's RAM so far.
+    #[must_use]
+    pub fn fold_stats(&self) -> FoldStats {
+        self.fold
+    }
+
+    /// Test hook: a folded read's data is seen `clocks` late, a deliberately broken
+    /// fold that the lockstep harness must catch. 0 (the default) in every real run.
+    pub fn set_fold_skew_clocks(&mut self, clocks: u64) {
+        self.fold_skew = clocks;
+    }
+
+    /// The bytes of every sample whose place comes before `now` (the event being
+    /// handled), taken from the RAM.
+    fn take_samples<R: FoldRam + ?Sized>(&mut self, now: EventKey, ram: &mut R) {
+        for r in &mut self.device_reads {
+            let Some(DeviceReply::Sampled {
+                at,
+                sample: Some(id),
+                ..
+            }) = r.reply
+            else {
+                continue;
+            };
+            if at >= now {
+                continue;
+            }
+            self.samples_out = self.samples_out.saturating_sub(1);
+            r.reply = Some(match ram.take_sample(id) {
+                Some(d) => DeviceReply::Data(d),
+                None => {
+                    tracing::error!(target: "pci::bus", id, "a folded read's sample is gone: target abort");
+                    DeviceReply::Abort
+                }
+            });
+        }
+    }
+
+    /// The device read of `[addr, addr + len)` by target `ti` (component `component`)
+    /// with its address phase in clock `c`, answered from the target's RAM if it is
+    /// RAM-backed and the fold applies (see the module doc): the read, with its answer
+    /// seen from the clock `TargetReadData` would land in. `None`: send `TargetRead`.
+    pub(super) fn fold_read<M: From<PciMsg>>(
+        &mut self,
+        ti: usize,
+        component: ComponentId,
+        (tag, addr, len): (u64, u64, u64),
+        command: crate::msg::Command,
+        c: u64,
+        ctx: &Ctx<'_, M>,
+    ) -> Option<DeviceRead> {
+        if !self.fold_on || ctx.tracing() || self.params.stepping != Stepping::FastForward {
+            return None;
+        }
+        let ram = self
+            .ram_targets
+            .iter()
+            .find(|(i, _)| *i == ti)
+            .map(|(_, r)| *r)?;
+        let target = ctx.domain_of(component);
+        let t_s = target.landing(ctx.now(), self.edge(c + 1));
+        let sent = target.edge_after(t_s, Cycles(ram.read_latency.0.max(1)));
+        let t_d = ctx.my_domain().landing(t_s, sent);
+        let k_d = self.clock_at(t_d);
+        let at = EventKey {
+            time: t_s,
+            priority: Priority::NORMAL,
+            sequence: ctx.next_sequence(),
+        };
+        let n = if (ram.start..ram.end).contains(&addr) {
+            len.min(ram.end - addr)
+        } else {
+            0
+        };
+        self.fold.reads += 1;
+        let reply = if n == 0 {
+            self.fold.aborts += 1;
+            tracing::warn!(target: "pci::bus", addr, len, "read outside the target's RAM: target abort");
+            DeviceReply::Abort
+        } else {
+            self.fold_new.push(NewSample {
+                tag,
+                at,
+                addr,
+                len: n,
+            });
+            DeviceReply::Sampled {
+                len: n,
+                at,
+                sample: None,
+            }
+        };
+        Some(DeviceRead {
+            tag,
+            target: ti,
+            addr,
+            command,
+            reply: Some(reply),
+            visible_from: k_d.saturating_add(self.fold_skew),
+        })
+    }
+
+    /// The bus clock whose edge is `t` (or the last one before it).
+    fn clock_at(&self, t: Time) -> u64 {
+        t.as_ps().saturating_sub(self.phase_ps) / self.period_ps.max(1)
+    }
+}

@@ -1,0 +1,277 @@
+//! The read fold of a RAM-backed device target (`PciBus::handle_ram`, `ram_fold`)
+//! against the messages it replaces: a master reads a RAM served by a target in another
+//! clock domain (the GEC's buffer RAM on the card's local bus, in small), while a writer
+//! in the target's domain writes single bytes of it at random instants and priorities,
+//! armed at random times before and after the reads' address phases (so that writes
+//! land at the very instant the target samples a read, queued before and after the
+//! read's `TargetRead` would be). The fold (untraced `Stepping::FastForward`) must give
+//! what the messages give, per clock (`Stepping::PerClock`) and fast: every
+//! `TransactionDone` with its time and bytes, every transaction of the log (clocks and
+//! data), the bus counters, the RAM, and the target's read count.
+
+use pci_model::{
+    BusParams, BusRequest, BusStats, Command, FoldRam, MasterConfig, MasterId, PciBus, PciMsg,
+    RamBacking, ReadSamples, Stepping, TargetProfile, TenureRecord, TransactionDone,
+};
+use proptest::prelude::*;
+use sim_kernel::{
+    ClockDomain, ComponentId, Ctx, Cycles, Duration, EventKey, Kernel, Priority, Time, World,
+};
+
+const BASE: u64 = 0x1000_0000;
+const SIZE: u64 = 2048;
+const BUS: ComponentId = ComponentId(0);
+const MASTER: ComponentId = ComponentId(1);
+const TARGET: ComponentId = ComponentId(2);
+const WRITER: ComponentId = ComponentId(3);
+
+#[derive(Clone, Debug)]
+enum Msg {
+    Pci(PciMsg),
+    /// Writer: write `byte` at `addr` at instant `at` with priority `prio`.
+    Arm {
+        at: Time,
+        prio: Priority,
+        addr: u64,
+        byte: u8,
+    },
+    Write {
+        addr: u64,
+        byte: u8,
+    },
+}
+
+impl From<PciMsg> for Msg {
+    fn from(m: PciMsg) -> Self {
+        Msg::Pci(m)
+    }
+}
+
+/// The RAM, copy-on-write for the bus's samples (as `gige_mac::BufferRam` keeps it).
+struct Ram {
+    bytes: Vec<u8>,
+    samples: ReadSamples,
+}
+
+impl Ram {
+    fn copy(bytes: &[u8], addr: u64, len: u64) -> Vec<u8> {
+        let from = usize::try_from(addr - BASE).unwrap();
+        bytes[from..from + usize::try_from(len).unwrap()].to_vec()
+    }
+
+    fn write(&mut self, key: EventKey, addr: u64, data: &[u8]) {
+        self.samples.set_now(key);
+        let bytes = &self.bytes;
+        self.samples
+            .before_write(addr, data.len() as u64, |a, n| Self::copy(bytes, a, n));
+        let from = usize::try_from(addr - BASE).unwrap();
+        self.bytes[from..from + data.len()].copy_from_slice(data);
+    }
+}
+
+impl FoldRam for Ram {
+    fn sample(&mut self, at: EventKey, addr: u64, len: u64) -> u64 {
+        self.samples.add(at, addr, len)
+    }
+
+    fn take_sample(&mut self, id: u64) -> Option<Vec<u8>> {
+        let bytes = &self.bytes;
+        self.samples.take(id, |a, n| Self::copy(bytes, a, n))
+    }
+}
+
+struct Sim {
+    bus: PciBus,
+    fold: bool,
+    ram: Ram,
+    latency: u64,
+    target_reads: u64,
+    dones: Vec<(Time, TransactionDone)>,
+}
+
+impl World<Msg> for Sim {
+    fn deliver(&mut self, to: ComponentId, msg: Msg, ctx: &mut Ctx<'_, Msg>) {
+        match (to, msg) {
+            (BUS, Msg::Pci(m)) if self.fold => self.bus.handle_ram(m, ctx, &mut self.ram),
+            (BUS, Msg::Pci(m)) => self.bus.handle(m, ctx, None),
+            (MASTER, Msg::Pci(PciMsg::TransactionDone(d))) => self.dones.push((ctx.now(), d)),
+            // As `Gec::target_read`: the RAM's bytes now, the data `latency` clocks later.
+            (TARGET, Msg::Pci(PciMsg::TargetRead { tag, addr, len, .. })) => {
+                self.target_reads += 1;
+                let n = len.min(BASE + SIZE - addr);
+                let data = Ram::copy(&self.ram.bytes, addr, n);
+                let at = ctx
+                    .my_domain()
+                    .edge_after(ctx.now(), Cycles(self.latency.max(1)));
+                ctx.send_at(BUS, at, PciMsg::TargetReadData { tag, data }.into());
+            }
+            (
+                WRITER,
+                Msg::Arm {
+                    at,
+                    prio,
+                    addr,
+                    byte,
+                },
+            ) => {
+                let d = ctx.my_domain();
+                let n = (at.0.saturating_sub(ctx.now().0) / d.period().0).max(1);
+                ctx.wake_after_with(Cycles(n), prio, Msg::Write { addr, byte });
+            }
+            (WRITER, Msg::Write { addr, byte }) => {
+                self.ram.write(ctx.event_key(), addr, &[byte]);
+            }
+            (to, msg) => panic!("{to:?} does not take {msg:?}"),
+        }
+    }
+}
+
+/// One read request: arrival time [ps], offset into the RAM, length.
+type Read = (u64, u64, u64);
+/// One write: arming time [ps], write time [ps], priority (0..3), offset.
+type Write = (u64, u64, u8, u64);
+
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    dones: Vec<(Time, TransactionDone)>,
+    log: Vec<TenureRecord>,
+    stats: BusStats,
+    ram: Vec<u8>,
+    target_reads: u64,
+}
+
+fn run(
+    stepping: Stepping,
+    fold: bool,
+    (core_mhz, latency, lt): (f64, u64, u64),
+    reads: &[Read],
+    writes: &[Write],
+) -> (Outcome, u64) {
+    let params = BusParams {
+        stepping,
+        ..BusParams::default()
+    };
+    let mut k: Kernel<Msg> = Kernel::new(false);
+    let pci = k.add_domain(params.clock_domain("pci").unwrap());
+    let core = k.add_domain(ClockDomain::from_mhz("core", core_mhz).unwrap());
+    assert_eq!(k.add_component("bus", pci), BUS);
+    assert_eq!(k.add_component("master", pci), MASTER);
+    assert_eq!(k.add_component("target", core), TARGET);
+    assert_eq!(k.add_component("writer", core), WRITER);
+    let mut bus = PciBus::new(params).unwrap();
+    bus.set_tenure_log(true);
+    let m = bus
+        .add_master(MasterConfig {
+            name: "master".into(),
+            component: MASTER,
+            latency_timer: Cycles(lt),
+            supports_64bit: false,
+            recovery: Cycles(0),
+        })
+        .unwrap();
+    let t = bus
+        .add_device_target(BASE, SIZE, TARGET, TargetProfile::default())
+        .unwrap();
+    let backing = RamBacking {
+        start: BASE,
+        end: BASE + SIZE,
+        read_latency: Cycles(latency),
+    };
+    bus.set_ram_backed(t, backing).unwrap();
+    let bytes = (0..SIZE).map(|i| (i * 7 + 3) as u8).collect();
+    let mut sim = Sim {
+        bus,
+        fold,
+        ram: Ram {
+            bytes,
+            samples: ReadSamples::default(),
+        },
+        latency,
+        target_reads: 0,
+        dones: Vec::new(),
+    };
+    for (i, &(at, off, len)) in reads.iter().enumerate() {
+        let req = BusRequest {
+            master: MasterId(m.0),
+            tag: i as u64,
+            command: Command::MemoryRead,
+            addr: BASE + off,
+            len,
+            data: Vec::new(),
+        };
+        k.post(BUS, Time(at), Msg::Pci(PciMsg::Request(req)));
+    }
+    let prios = [Priority::EARLY, Priority::NORMAL, Priority::LATE];
+    for (i, &(arm, at, p, off)) in writes.iter().enumerate() {
+        let msg = Msg::Arm {
+            at: Time(at),
+            prio: prios[usize::from(p % 3)],
+            addr: BASE + off,
+            byte: 0x80 | (i as u8 & 0x7F),
+        };
+        k.post(WRITER, Time(arm), msg);
+    }
+    k.run_to_idle(&mut sim);
+    let events = k.stats().events;
+    let folded = sim.bus.fold_stats();
+    let outcome = Outcome {
+        dones: sim.dones,
+        log: sim.bus.tenure_log().to_vec(),
+        stats: sim.bus.stats().clone(),
+        ram: sim.ram.bytes,
+        target_reads: sim.target_reads + folded.reads,
+    };
+    (outcome, events)
+}
+
+fn check(clocks: (f64, u64, u64), reads: &[Read], writes: &[Write]) -> Result<(), TestCaseError> {
+    let (reference, _) = run(Stepping::PerClock, false, clocks, reads, writes);
+    let (messages, message_events) = run(Stepping::FastForward, false, clocks, reads, writes);
+    let (folded, fold_events) = run(Stepping::FastForward, true, clocks, reads, writes);
+    prop_assert_eq!(reference.dones.len(), reads.len());
+    prop_assert_eq!(&messages, &reference);
+    prop_assert_eq!(&folded, &reference);
+    prop_assert!(fold_events < message_events);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Random reads (some past the initial latency limit: Retried, then a delayed
+    /// completion), random target clocks and latencies, and writes at and around the
+    /// instants the target samples them.
+    #[test]
+    fn folded_reads_equal_the_messages(
+        core_mhz in prop::sample::select(vec![33.0, 50.0, 100.0, 125.0, 133.0]),
+        latency in 0u64..40,
+        lt in prop::sample::select(vec![8u64, 16, 64]),
+        reads in prop::collection::vec((0u64..3_000_000, 0u64..SIZE - 64, 1u64..64), 1..6),
+        writes in prop::collection::vec((0u64..3_200_000, 0u64..3_400_000, 0u8..3, 0u64..SIZE), 0..60),
+    ) {
+        check((core_mhz, latency, lt), &reads, &writes)?;
+    }
+}
+
+/// Writes at every core edge of a read's sampling instant and around it, armed before
+/// and after its address phase, at every priority: the same bytes as the messages.
+#[test]
+fn writes_at_the_sampling_instant_are_ordered_as_the_messages() {
+    // The read's address phase is clock 2 (request at edge 0, GNT# in 1); the target
+    // (100 MHz) samples it at the first core edge at or after bus edge 3 (90.9 ns).
+    let reads = [(0, 16, 8)];
+    let mut writes = Vec::new();
+    let period = Duration::from_ns(10).0;
+    for (i, arm) in [0u64, 30_303, 60_606, 65_000, 80_000]
+        .into_iter()
+        .enumerate()
+    {
+        for at in [80_000u64, 90_000, 100_000, 110_000] {
+            for p in 0..3 {
+                let off = 16 + ((i as u64 + at / period + u64::from(p)) % 8);
+                writes.push((arm, at, p, off));
+            }
+        }
+    }
+    check((100.0, 2, 64), &reads, &writes).unwrap();
+}
