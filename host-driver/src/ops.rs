@@ -86,15 +86,20 @@ pub enum Op {
         /// Bytes.
         len: u64,
     },
-    /// Instrumentation: read process memory at no simulated cost, cache untouched.
+    /// Instrumentation: read process memory at no simulated cost, cache untouched. The
+    /// bytes come back in `buf` (resized to `len`: a caller that reads often hands the same
+    /// buffer back, so no fresh memory is touched per read).
     Peek {
         /// First byte \[process VA\].
         va: u64,
         /// Bytes.
         len: u64,
+        /// The buffer to read into.
+        buf: Vec<u8>,
     },
     /// Instrumentation: write process memory at no simulated cost (the cache model takes
-    /// the new bytes as the CPU's own).
+    /// the new bytes as the CPU's own). `data` comes back as `OpResult::Bytes`, for the
+    /// caller to reuse.
     Poke {
         /// First byte \[process VA\].
         va: u64,

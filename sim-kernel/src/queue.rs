@@ -223,21 +223,23 @@ impl<T> EventQueue<T> {
         self.next_seq = self.next_seq.wrapping_add(1);
         let key =
             (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
-        let cell = Slot {
-            seq,
-            item: Some(item),
-        };
+        // A free slot's payload is `None` (taken or dropped): its fields are written in
+        // place, the payload moved once.
         let slot = match self.free.pop() {
             Some(s) => {
                 if let Some(c) = self.slab.get_mut(s as usize) {
-                    *c = cell;
+                    c.seq = seq;
+                    c.item = Some(item);
                 }
                 s
             }
             None => {
                 // More than 2^32 events queued at once is beyond any run's memory.
                 let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
-                self.slab.push(cell);
+                self.slab.push(Slot {
+                    seq,
+                    item: Some(item),
+                });
                 s
             }
         };
@@ -285,7 +287,9 @@ impl<T> EventQueue<T> {
         let Keyed { key, slot } = self.heap.pop()?;
         let item = self.slab.get_mut(slot as usize).and_then(|c| c.item.take());
         self.free.push(slot);
-        self.purge();
+        if self.cancelled > 0 {
+            self.purge();
+        }
         // Every heap entry's slot holds its payload until it is popped (the top is
         // never a cancelled event: `purge`).
         item.map(|item| Entry { key, item })

@@ -1,5 +1,6 @@
 //! Event census of one ping-pong: events delivered per component and message kind
-//! (development aid for simulation speed work). `census [size] [exact|fast] [rows]`.
+//! (development aid for simulation speed work). `census [size] [exact|fast] [rows]`; `CENSUS_DEPTH=3` splits
+//! each kind one level further (e.g. the engine's wake-ups by kind).
 use host_driver::programs::{rdma_pingpong_initiator, rdma_pingpong_responder, PingPongParams};
 use sim_kernel::{ComponentId, Ctx, RunLimit, Time, World};
 use std::collections::BTreeMap;
@@ -17,7 +18,12 @@ impl World<Msg> for Counting<'_> {
         let kind = format!("{msg:?}");
         let kind = kind
             .split(['{', '(', ' '])
-            .take(2)
+            .take(
+                std::env::var("CENSUS_DEPTH")
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(2),
+            )
             .collect::<Vec<_>>()
             .join(" ");
         *self.counts.entry((to.0, kind)).or_insert(0) += 1;

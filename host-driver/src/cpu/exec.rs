@@ -71,15 +71,15 @@ impl HostCpu {
                 },
                 Err(e) => Some(OpResult::Fault(e)),
             },
-            Op::Peek { va, len } => {
+            Op::Peek { va, len, mut buf } => {
                 let n = usize::try_from(len).unwrap_or(usize::MAX);
-                Some(match self.read_va(mem, va, n) {
-                    Ok(b) => OpResult::Bytes(b),
+                Some(match self.read_va_into(mem, va, n, &mut buf) {
+                    Ok(()) => OpResult::Bytes(buf),
                     Err(e) => OpResult::Fault(e),
                 })
             }
             Op::Poke { va, data } => Some(match self.poke(mem, va, &data) {
-                Ok(()) => OpResult::Done,
+                Ok(()) => OpResult::Bytes(data),
                 Err(e) => OpResult::Fault(e),
             }),
             Op::MmioWrite { addr, value } => {

@@ -203,10 +203,25 @@ impl HostCpu {
         va: u64,
         len: usize,
     ) -> Result<Vec<u8>, pci_model::MemError> {
-        self.page_table.segments(va, len as u64)?; // unmapped or overflowing: no allocation
-        let mut v = vec![0u8; len];
-        self.page_table.read(mem, va, &mut v)?;
+        let mut v = Vec::new();
+        self.read_va_into(mem, va, len, &mut v)?;
         Ok(v)
+    }
+
+    /// [`HostCpu::read_va`] into `buf` (resized to `len`; its memory is reused).
+    ///
+    /// # Errors
+    /// An unmapped page or a range outside host memory (`buf` is left as it was).
+    pub fn read_va_into(
+        &self,
+        mem: &HostMemory,
+        va: u64,
+        len: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), pci_model::MemError> {
+        self.page_table.segments(va, len as u64)?; // unmapped or overflowing: no allocation
+        buf.resize(len, 0);
+        self.page_table.read(mem, va, buf)
     }
 
     /// The state the CPU is in.

@@ -141,6 +141,14 @@ pub fn flag(i: u32) -> u8 {
 /// [`flag`]`(i)`.
 #[must_use]
 pub fn pattern(i: u32, dir: Direction, len: u32) -> Vec<u8> {
+    let mut v = Vec::new();
+    pattern_into(&mut v, i, dir, len);
+    v
+}
+
+/// [`pattern`] into `v` (its memory reused: a program that makes a message every
+/// iteration touches no fresh memory for it).
+pub fn pattern_into(v: &mut Vec<u8>, i: u32, dir: Direction, len: u32) {
     let salt: u32 = match dir {
         Direction::Ping => 0x11,
         Direction::Pong => 0x5A,
@@ -155,7 +163,8 @@ pub fn pattern(i: u32, dir: Direction, len: u32) -> Vec<u8> {
             .wrapping_mul(131)
             .wrapping_add(base)
     });
-    let mut v = vec![0u8; usize::try_from(len).unwrap_or(0)];
+    v.clear();
+    v.resize(usize::try_from(len).unwrap_or(0), 0);
     for (block, chunk) in v.chunks_mut(row.len()).enumerate() {
         let hi = block.to_le_bytes()[0];
         for (b, r) in chunk.iter_mut().zip(&row) {
@@ -165,7 +174,71 @@ pub fn pattern(i: u32, dir: Direction, len: u32) -> Vec<u8> {
     if let Some(last) = v.last_mut() {
         *last = flag(i);
     }
-    v
+}
+
+/// The buffers a ping-pong program reuses every iteration for its own message, the
+/// message it expects and the bytes it reads back (instrumentation only: the modelled
+/// program's memory is the host memory).
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    out: Vec<u8>,
+    expected: Vec<u8>,
+    got: Vec<u8>,
+}
+
+impl Scratch {
+    /// [`fill`] of the message `pattern(i, dir, len)`.
+    pub(crate) async fn fill(
+        &mut self,
+        vipl: &Vipl,
+        va: u64,
+        (i, dir, len): (u32, Direction, u32),
+        touch: bool,
+    ) -> VipResult<()> {
+        let mut out = std::mem::take(&mut self.out);
+        pattern_into(&mut out, i, dir, len);
+        if out.is_empty() {
+            self.out = out;
+            return Ok(());
+        }
+        if touch {
+            let r = vipl.write_mem(va, &out).await;
+            self.out = out;
+            return r;
+        }
+        let Some(last) = out.pop() else {
+            return Ok(());
+        };
+        let mut out = vipl.poke_owned(va, out).await?;
+        let at = va + out.len() as u64;
+        out.push(last);
+        self.out = out;
+        vipl.write_mem(at, &[last]).await
+    }
+
+    /// [`verify`] of the buffer at `va` against `pattern(i, dir, len)`.
+    pub(crate) async fn verify(
+        &mut self,
+        vipl: &Vipl,
+        va: u64,
+        (i, dir, len): (u32, Direction, u32),
+        touch: bool,
+    ) -> Result<u64, ProgramError> {
+        pattern_into(&mut self.expected, i, dir, len);
+        let got = if touch {
+            vipl.read_mem(va, u64::from(len)).await
+        } else {
+            vipl.peek_into(va, u64::from(len), std::mem::take(&mut self.got))
+                .await
+        }
+        .map_err(|error| ProgramError::Vipl {
+            call: "verify",
+            error,
+        })?;
+        let r = compare(&got, &self.expected, i);
+        self.got = got;
+        r
+    }
 }
 
 /// Fills the send buffer at `va` with `data`: costed stores if `touch`, else
@@ -200,7 +273,13 @@ pub(crate) async fn verify(
         call: "verify",
         error,
     })?;
-    if got.as_slice() == expected {
+    compare(&got, expected, iteration)
+}
+
+/// Whether `got` is `expected` (the bytes verified), or where it first differs.
+fn compare(got: &[u8], expected: &[u8], iteration: u32) -> Result<u64, ProgramError> {
+    let len = expected.len() as u64;
+    if got == expected {
         return Ok(len); // the usual case, one comparison of the whole buffer
     }
     match got.iter().zip(expected).position(|(g, e)| g != e) {
@@ -251,6 +330,23 @@ mod tests {
                 *last = flag(i);
             }
             assert_eq!(pattern(i, dir, len), want);
+        }
+    }
+
+    #[test]
+    fn pattern_into_a_used_buffer_is_the_pattern() {
+        // A buffer that held a longer, different message: every byte is rewritten and
+        // the length is the new one; its memory is kept.
+        let mut v = vec![0xEE; 5000];
+        let cap = v.capacity();
+        for (i, dir, len) in [
+            (3, Direction::Ping, 1000),
+            (4, Direction::Pong, 257),
+            (9, Direction::Ping, 0),
+        ] {
+            pattern_into(&mut v, i, dir, len);
+            assert_eq!(v, pattern(i, dir, len));
+            assert_eq!(v.capacity(), cap);
         }
     }
 

@@ -11,7 +11,7 @@
 //! ```
 
 use super::setup::{post_iteration_send, setup, teardown, Endpoint, Role, RDMA_DESC};
-use super::{fill, pattern, verify, Direction, PingPongParams};
+use super::{Direction, PingPongParams, Scratch};
 use crate::ops::PollCond;
 use crate::program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
 use crate::vipl::descriptor::{data_segment, rdma_write_descriptor};
@@ -51,9 +51,11 @@ pub async fn rdma_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> Progr
         ..ProgramReport::default()
     };
     let flag_at = dst + u64::from(len) - 1;
+    let mut scratch = Scratch::default();
     for i in 0..p.total() {
         vipl.set_trace_msg(MsgId(u64::from(i)));
-        fill(&vipl, src, &pattern(i, Direction::Ping, len), p.touch_data)
+        scratch
+            .fill(&vipl, src, (i, Direction::Ping, len), p.touch_data)
             .await
             .call("store")?;
         let start = vipl.now();
@@ -74,14 +76,9 @@ pub async fn rdma_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> Progr
         .await
         .call("poll")?;
         let end = vipl.now();
-        let verified = verify(
-            &vipl,
-            dst,
-            &pattern(i, Direction::Pong, len),
-            p.touch_data,
-            i,
-        )
-        .await?;
+        let verified = scratch
+            .verify(&vipl, dst, (i, Direction::Pong, len), p.touch_data)
+            .await?;
         report.iterations.push(IterationRecord {
             index: i,
             bytes: len,
@@ -114,6 +111,7 @@ pub async fn rdma_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> Progr
         ..ProgramReport::default()
     };
     let flag_at = dst + u64::from(len) - 1;
+    let mut scratch = Scratch::default();
     for i in 0..p.total() {
         vipl.set_trace_msg(MsgId(u64::from(i)));
         let start = vipl.now();
@@ -124,15 +122,11 @@ pub async fn rdma_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> Progr
         )
         .await
         .call("poll")?;
-        let verified = verify(
-            &vipl,
-            dst,
-            &pattern(i, Direction::Ping, len),
-            p.touch_data,
-            i,
-        )
-        .await?;
-        fill(&vipl, src, &pattern(i, Direction::Pong, len), p.touch_data)
+        let verified = scratch
+            .verify(&vipl, dst, (i, Direction::Ping, len), p.touch_data)
+            .await?;
+        scratch
+            .fill(&vipl, src, (i, Direction::Pong, len), p.touch_data)
             .await
             .call("store")?;
         let last = i + 1 == p.total();

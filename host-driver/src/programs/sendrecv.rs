@@ -33,7 +33,7 @@ use super::setup::{
     post_iteration_send, recv_wait, setup, teardown, wait_iteration_send, Endpoint, Role,
     RECV_DESC, SEND_DESC,
 };
-use super::{fill, pattern, verify, Direction, PingPongParams};
+use super::{Direction, PingPongParams, Scratch};
 use crate::program::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult};
 use crate::vipl::descriptor::{data_segment, recv_descriptor, send_descriptor};
 use crate::vipl::{Completion, Vipl};
@@ -80,6 +80,7 @@ pub async fn sendrecv_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> P
         setup_done: vipl.now(),
         ..ProgramReport::default()
     };
+    let mut scratch = Scratch::default();
     for i in 0..p.total() {
         vipl.set_trace_msg(MsgId(u64::from(i)));
         // The receive for this round trip's pong (the first one was posted during
@@ -89,7 +90,8 @@ pub async fn sendrecv_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> P
                 .await
                 .call("VipPostRecv")?;
         }
-        fill(&vipl, src, &pattern(i, Direction::Ping, len), p.touch_data)
+        scratch
+            .fill(&vipl, src, (i, Direction::Ping, len), p.touch_data)
             .await
             .call("store")?;
         let start = vipl.now();
@@ -110,14 +112,9 @@ pub async fn sendrecv_pingpong_initiator(mut vipl: Vipl, p: PingPongParams) -> P
         let c = recv_wait(&mut vipl, ep.vi, p.wait_timeout).await?;
         let end = vipl.now();
         check_len(&c, len)?;
-        let verified = verify(
-            &vipl,
-            dst,
-            &pattern(i, Direction::Pong, len),
-            p.touch_data,
-            i,
-        )
-        .await?;
+        let verified = scratch
+            .verify(&vipl, dst, (i, Direction::Pong, len), p.touch_data)
+            .await?;
         report.iterations.push(IterationRecord {
             index: i,
             bytes: len,
@@ -169,20 +166,17 @@ pub async fn sendrecv_pingpong_responder(mut vipl: Vipl, p: PingPongParams) -> P
         setup_done: vipl.now(),
         ..ProgramReport::default()
     };
+    let mut scratch = Scratch::default();
     for i in 0..p.total() {
         vipl.set_trace_msg(MsgId(u64::from(i)));
         let start = vipl.now();
         let c = recv_wait(&mut vipl, ep.vi, p.wait_timeout).await?;
         check_len(&c, len)?;
-        let verified = verify(
-            &vipl,
-            dst,
-            &pattern(i, Direction::Ping, len),
-            p.touch_data,
-            i,
-        )
-        .await?;
-        fill(&vipl, src, &pattern(i, Direction::Pong, len), p.touch_data)
+        let verified = scratch
+            .verify(&vipl, dst, (i, Direction::Ping, len), p.touch_data)
+            .await?;
+        scratch
+            .fill(&vipl, src, (i, Direction::Pong, len), p.touch_data)
             .await
             .call("store")?;
         let last = i + 1 == p.total();

@@ -99,7 +99,16 @@ impl Vipl {
     /// # Errors
     /// `VIP_INVALID_PARAMETER`: an unmapped address.
     pub async fn peek(&self, va: u64, len: u64) -> VipResult<Vec<u8>> {
-        match self.op(Op::Peek { va, len }).await {
+        self.peek_into(va, len, Vec::new()).await
+    }
+
+    /// [`Vipl::peek`] into `buf`, which comes back holding the `len` bytes (a caller
+    /// that peeks every iteration reuses one buffer instead of fresh memory each time).
+    ///
+    /// # Errors
+    /// `VIP_INVALID_PARAMETER`: an unmapped address.
+    pub async fn peek_into(&self, va: u64, len: u64, buf: Vec<u8>) -> VipResult<Vec<u8>> {
+        match self.op(Op::Peek { va, len, buf }).await {
             OpResult::Bytes(b) => Ok(b),
             _ => Err(VipError::InvalidParameter),
         }
@@ -111,14 +120,17 @@ impl Vipl {
     /// # Errors
     /// `VIP_INVALID_PARAMETER`: an unmapped address.
     pub async fn poke(&self, va: u64, data: &[u8]) -> VipResult<()> {
-        match self
-            .op(Op::Poke {
-                va,
-                data: data.to_vec(),
-            })
-            .await
-        {
-            OpResult::Done => Ok(()),
+        self.poke_owned(va, data.to_vec()).await.map(drop)
+    }
+
+    /// [`Vipl::poke`] of a buffer the caller hands over; it comes back unchanged, for
+    /// the caller to reuse.
+    ///
+    /// # Errors
+    /// `VIP_INVALID_PARAMETER`: an unmapped address.
+    pub async fn poke_owned(&self, va: u64, data: Vec<u8>) -> VipResult<Vec<u8>> {
+        match self.op(Op::Poke { va, data }).await {
+            OpResult::Bytes(b) => Ok(b),
             _ => Err(VipError::InvalidParameter),
         }
     }

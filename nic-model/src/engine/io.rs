@@ -175,6 +175,9 @@ pub struct Io {
     core: ClockDomain,
     gec: ClockDomain,
     actions: Vec<Action>,
+    /// Whether spans and state transitions are kept (the run is traced); without a
+    /// trace they would be dropped when applied, so they are not queued at all.
+    traced: bool,
 }
 
 impl Io {
@@ -182,11 +185,26 @@ impl Io {
     /// `gec`.
     #[must_use]
     pub fn new(now: Time, core: ClockDomain, gec: ClockDomain) -> Self {
+        Self::reusing(now, (core, gec), Vec::new(), true)
+    }
+
+    /// An outbox at `now` that queues its actions in `actions` (emptied first: the
+    /// engine hands back the vector of its last message, so no event allocates one), and
+    /// keeps spans and transitions only if `traced`.
+    #[must_use]
+    pub(crate) fn reusing(
+        now: Time,
+        (core, gec): (ClockDomain, ClockDomain),
+        mut actions: Vec<Action>,
+        traced: bool,
+    ) -> Self {
+        actions.clear();
         Self {
             now,
             core,
             gec,
-            actions: Vec::new(),
+            actions,
+            traced,
         }
     }
 
@@ -250,6 +268,9 @@ impl Io {
 
     /// Records a span.
     pub fn span(&mut self, msg: MsgId, stage: &'static str, start: Time, end: Time) {
+        if !self.traced {
+            return;
+        }
         self.push(Action::Span {
             msg,
             stage,
@@ -345,14 +366,18 @@ impl Io {
         }
     }
 
-    /// Takes the clock domains back out (the engine keeps them between messages).
-    pub(crate) fn into_clocks(self) -> (ClockDomain, ClockDomain) {
-        (self.core, self.gec)
+    /// Takes the clock domains and the (applied, empty) action vector back out: the
+    /// engine keeps them between messages.
+    pub(crate) fn into_parts(self) -> ((ClockDomain, ClockDomain), Vec<Action>) {
+        ((self.core, self.gec), self.actions)
     }
 }
 
 impl TransitionSink for Io {
     fn record_transition(&mut self, machine: &'static str, from: &'static str, to: &'static str) {
+        if !self.traced {
+            return;
+        }
         self.push(Action::Transition { machine, from, to });
     }
 }
@@ -370,5 +395,43 @@ pub(crate) fn span_to(io: &mut Io, msg: MsgId, stage: &'static str, mark: &mut T
     if end > *mark {
         io.span(msg, stage, *mark, end);
         *mark = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim_kernel::TransitionSink;
+
+    fn clocks() -> (ClockDomain, ClockDomain) {
+        let core = ClockDomain::from_mhz("card.core", 33.0).expect("clock");
+        let gec = ClockDomain::from_mhz("card.gec", 66.0).expect("clock");
+        (core, gec)
+    }
+
+    /// Fills an outbox with a wake-up, a span and a transition.
+    fn fill(io: &mut Io) {
+        io.wake_after(Cycles(2), EngineWake::HeaderChecked);
+        io.span(MsgId(7), "stage", Time(0), Time(10));
+        io.record_transition("tx", "idle", "busy");
+    }
+
+    #[test]
+    fn an_untraced_outbox_keeps_everything_but_trace_records() {
+        let mut traced = Io::new(Time(0), clocks().0, clocks().1);
+        fill(&mut traced);
+        assert_eq!(traced.actions().len(), 3);
+        // A reused vector is emptied first; untraced, the span and transition (which the
+        // kernel would drop) are not queued, the wake-up is.
+        let mut untraced = Io::reusing(Time(0), clocks(), traced.take_actions(), false);
+        assert!(untraced.actions().is_empty());
+        fill(&mut untraced);
+        assert!(matches!(
+            untraced.actions(),
+            [Action::WakeAfter {
+                wake: EngineWake::HeaderChecked,
+                ..
+            }]
+        ));
     }
 }

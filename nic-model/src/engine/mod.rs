@@ -153,6 +153,8 @@ pub struct Engine {
     fifo_traced: (u64, u64),
     /// The clock domains of the engine and the GEC, kept between messages for [`Io`].
     clocks: Option<(ClockDomain, ClockDomain)>,
+    /// The action vector of the last message's outbox (empty), reused by the next.
+    outbox: Vec<Action>,
 }
 
 impl Engine {
@@ -193,6 +195,7 @@ impl Engine {
             retx: RetxTimer::default(),
             fifo_traced: (0, 0),
             clocks: None,
+            outbox: Vec::new(),
         })
     }
 
@@ -279,7 +282,8 @@ impl Engine {
                 ctx.domain_of(self.ports.gec).clone(),
             )
         });
-        Io::new(ctx.now(), core, gec)
+        let outbox = std::mem::take(&mut self.outbox);
+        Io::reusing(ctx.now(), (core, gec), outbox, ctx.tracing())
     }
 
     /// Applies the outbox to the kernel, in order.
@@ -295,7 +299,9 @@ impl Engine {
             }
             self.fifo_traced = now;
         }
-        self.clocks = Some(io.into_clocks());
+        let (clocks, outbox) = io.into_parts();
+        self.clocks = Some(clocks);
+        self.outbox = outbox;
     }
 
     /// Sans-IO form of [`Engine::on_pci`]: the effects go into `io`.
