@@ -66,6 +66,18 @@ pub(crate) struct DelayedRead {
     pub limit: u64,
 }
 
+/// What the bridge does with a read attempt (see [`HostBridge::read_claim`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadClaim<'a> {
+    /// The read is latched already (its data may not be there yet).
+    Latched(&'a DelayedRead),
+    /// The attempt latches it now: its first byte is in the prefetch buffer at
+    /// `first_data`, and the fetch ends at `limit`.
+    New { first_data: Time, limit: u64 },
+    /// No slot is free: Retry without latching.
+    Full,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct PostedWrite {
     addr: u64,
@@ -192,29 +204,40 @@ impl HostBridge {
             .min(self.mem_size)
     }
 
+    /// What [`HostBridge::claim_read`] does for a read of (`addr`, `command`) at `t`,
+    /// without doing it: a pure function of the bridge, so that the bus's look-ahead
+    /// predicts the latch of a delayed read (see `bus/retry.rs`) with the very rule
+    /// that latches it.
+    pub(crate) fn read_claim(&self, addr: u64, command: Command, t: Time) -> ReadClaim<'_> {
+        if let Some(s) = self.slot_for(addr, command) {
+            return ReadClaim::Latched(s);
+        }
+        if self.slots.len() >= self.params.delayed_read_slots {
+            return ReadClaim::Full;
+        }
+        ReadClaim::New {
+            first_data: t.max(self.last_commit) + self.params.memory_read_latency,
+            limit: self.fetch_limit(addr, command),
+        }
+    }
+
     /// The delayed-read slot for (`addr`, `command`): the matching one, or a newly
     /// latched one whose fetch starts at `t` (after every posted write has committed).
     /// `None` when no slot is free (the bridge retries without latching).
     pub(crate) fn claim_read(&mut self, addr: u64, command: Command, t: Time) -> Option<u64> {
-        if let Some(s) = self
-            .slots
-            .iter()
-            .find(|s| s.addr == addr && s.command == command)
-        {
-            return Some(s.id);
-        }
-        if self.slots.len() >= self.params.delayed_read_slots {
-            return None;
-        }
-        let start = t.max(self.last_commit);
+        let (first_data, limit) = match self.read_claim(addr, command, t) {
+            ReadClaim::Latched(s) => return Some(s.id),
+            ReadClaim::Full => return None,
+            ReadClaim::New { first_data, limit } => (first_data, limit),
+        };
         let id = self.next_slot;
         self.next_slot += 1;
         self.slots.push(DelayedRead {
             id,
             addr,
             command,
-            first_data: start + self.params.memory_read_latency,
-            limit: self.fetch_limit(addr, command),
+            first_data,
+            limit,
         });
         self.stats.delayed_reads += 1;
         tracing::debug!(target: "pci::bridge", addr, cmd = command.name(), "delayed read latched");
@@ -331,12 +354,29 @@ mod tests {
         assert_eq!(b.pending_writes(), 0);
         assert_eq!(mem.read_vec(0x100, 2).unwrap(), vec![1, 2]);
         assert_eq!(b.stats().committed_bytes, 3);
-        // A delayed read latched now may not start before the writes committed.
+        // A delayed read latched now may not start before the writes committed; the
+        // pure `read_claim` says so before `claim_read` does it.
+        let first = Time(122_000) + Duration::from_ns(180);
+        assert_eq!(
+            b.read_claim(0x100, Command::MemoryReadLine, Time(5_000)),
+            ReadClaim::New {
+                first_data: first,
+                limit: 0x120
+            }
+        );
         let id = b
             .claim_read(0x100, Command::MemoryReadLine, Time(5_000))
             .unwrap();
         let s = b.slot(id).unwrap().clone();
         assert_eq!(s.first_data, Time(122_000) + Duration::from_ns(180));
+        assert_eq!(
+            b.read_claim(0x100, Command::MemoryReadLine, Time(9_000)),
+            ReadClaim::Latched(&s)
+        );
+        assert_eq!(
+            b.read_claim(0x300, Command::MemoryReadLine, Time(5_000)),
+            ReadClaim::Full
+        );
         assert_eq!(
             b.claim_read(0x300, Command::MemoryReadLine, Time(5_000)),
             None,

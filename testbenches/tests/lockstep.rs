@@ -10,8 +10,9 @@
 //! CI runs both operations at 4, 1460, 1461 and 4096 bytes on every preset and 65536
 //! bytes on the default one, plus random configurations; `HVIA_LOCKSTEP_LONG=1 cargo
 //! test --release -p testbenches --test lockstep` adds 65536 bytes on every preset and
-//! more random cases. Two tests break a fast path by one clock on purpose (the poll
-//! fast path; the PCI bus's untraced look-ahead) and check that it is caught.
+//! more random cases. Three tests break a fast path by one clock on purpose (the poll
+//! fast path; the PCI bus's untraced look-ahead for a device transaction and for a
+//! delayed read's retry loop) and check that it is caught.
 //!
 //! MPI runs wait in `VipCQWait`, a poll over several words that the fast mode parks:
 //! the same comparison on `hvia mpi pingpong`'s program at 4, 1460, 8192 (eager),
@@ -114,6 +115,9 @@ struct Skew {
     bus: u64,
     /// A parked poll over several words (`VipCQWait`) woken this many scans late.
     scan: u64,
+    /// A system bus woken this many clocks late for a delayed read's first attempt that
+    /// moves data, as its untraced retry-loop look-ahead predicts it.
+    read: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -127,6 +131,7 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
     for (_, part) in sys.world.iter_mut() {
         if let Comp::SystemBus(_, b) | Comp::LocalBus(_, b) = part {
             b.set_untraced_skew_clocks(skew.bus);
+            b.set_untraced_read_skew_clocks(skew.read);
         }
     }
 }
@@ -276,6 +281,24 @@ fn a_bus_look_ahead_off_by_one_clock_is_caught() {
     assert!(
         !matches!(outcome, Ok(None)),
         "a bus woken one clock late went unnoticed"
+    );
+}
+
+/// A system bus whose untraced look-ahead over a delayed read's retry loop wakes it one
+/// clock after the attempt that moves data (the card's DMA reads of host memory) is
+/// caught: in a debug build by the assertion that an output is never emitted late, in
+/// a release build by the comparison.
+#[test]
+fn a_retry_loop_look_ahead_off_by_one_clock_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        read: 1,
+        ..Skew::default()
+    };
+    let outcome = std::panic::catch_unwind(|| disagreement(&cfg, Op::RdmaWrite, 1460, skew));
+    assert!(
+        !matches!(outcome, Ok(None)),
+        "a bus woken one clock late for a delayed read went unnoticed"
     );
 }
 

@@ -45,6 +45,7 @@ mod complete;
 pub mod fsm;
 mod inputs;
 mod lookahead;
+mod retry;
 pub mod tenure;
 pub(crate) mod words;
 
@@ -201,6 +202,9 @@ pub struct PciBus {
     /// Test hook: clocks added to the untraced wake-up bound of a device transaction
     /// (see [`PciBus::set_untraced_skew_clocks`]); 0 in every real run.
     untraced_skew: u64,
+    /// Test hook: clocks added to the untraced wake-up bound of a delayed read's retry
+    /// loop (see [`PciBus::set_untraced_read_skew_clocks`]); 0 in every real run.
+    untraced_read_skew: u64,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
     log_window: Option<LogWindow>,
@@ -238,6 +242,7 @@ impl PciBus {
             next_read_tag: 1,
             reqs_buf: Vec::new(),
             untraced_skew: 0,
+            untraced_read_skew: 0,
             stats: BusStats::default(),
             log: None,
             log_window: None,
@@ -409,6 +414,14 @@ impl PciBus {
     /// must catch (a late output). 0 (the default) in every real run.
     pub fn set_untraced_skew_clocks(&mut self, clocks: u64) {
         self.untraced_skew = clocks;
+    }
+
+    /// Test hook: wakes the bus `clocks` late for the end of the first attempt of a
+    /// delayed read that moves data, as the untraced retry-loop look-ahead predicts it
+    /// (`retry.rs`): a deliberately broken fast path that the lockstep harness must
+    /// catch. 0 (the default) in every real run.
+    pub fn set_untraced_read_skew_clocks(&mut self, clocks: u64) {
+        self.untraced_read_skew = clocks;
     }
 
     /// Turns the per-transaction log on (clearing it) or off.
@@ -613,6 +626,11 @@ impl PciBus {
                         .max(self.held_idle_run(c + 1, u64::MAX));
                     if tracing {
                         quiet
+                    } else if let Some(k) = self.retry_loop_output(c) {
+                        // A delayed read's retry loop stepped ahead (`retry.rs`): no
+                        // other bound is later.
+                        let k = k.saturating_add(self.untraced_read_skew);
+                        quiet.max(k.saturating_sub(c + 1))
                     } else {
                         quiet
                             .max(self.delayed_read_wait(c))
