@@ -10,9 +10,10 @@
 //! CI runs both operations at 4, 1460, 1461 and 4096 bytes on every preset and 65536
 //! bytes on the default one, plus random configurations; `HVIA_LOCKSTEP_LONG=1 cargo
 //! test --release -p testbenches --test lockstep` adds 65536 bytes on every preset and
-//! more random cases. Three tests break a fast path by one clock on purpose (the poll
+//! more random cases. Four tests break a fast path by one clock on purpose (the poll
 //! fast path; the PCI bus's untraced look-ahead for a device transaction and for a
-//! delayed read's retry loop) and check that it is caught.
+//! delayed read's retry loop; a lazily committed DMA write) and check that it is
+//! caught.
 //!
 //! MPI runs wait in `VipCQWait`, a poll over several words that the fast mode parks:
 //! the same comparison on `hvia mpi pingpong`'s program at 4, 1460, 8192 (eager),
@@ -118,6 +119,8 @@ struct Skew {
     /// A system bus woken this many clocks late for a delayed read's first attempt that
     /// moves data, as its untraced retry-loop look-ahead predicts it.
     read: u64,
+    /// A lazily committed DMA write visible this many bus clocks late.
+    commit: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -132,6 +135,7 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
         if let Comp::SystemBus(_, b) | Comp::LocalBus(_, b) = part {
             b.set_untraced_skew_clocks(skew.bus);
             b.set_untraced_read_skew_clocks(skew.read);
+            b.set_lazy_commit_skew_clocks(skew.commit);
         }
     }
 }
@@ -299,6 +303,23 @@ fn a_retry_loop_look_ahead_off_by_one_clock_is_caught() {
     assert!(
         !matches!(outcome, Ok(None)),
         "a bus woken one clock late for a delayed read went unnoticed"
+    );
+}
+
+/// A lazily committed DMA write (untraced fast stepping) that becomes visible in host
+/// memory one bus clock late is caught: the CPU sees the data late, or a watch notice
+/// goes missing.
+#[test]
+fn a_lazy_commit_one_clock_late_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        commit: 1,
+        ..Skew::default()
+    };
+    let outcome = std::panic::catch_unwind(|| disagreement(&cfg, Op::RdmaWrite, 1460, skew));
+    assert!(
+        !matches!(outcome, Ok(None)),
+        "a DMA write committed one clock late went unnoticed"
     );
 }
 

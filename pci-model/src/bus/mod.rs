@@ -205,6 +205,11 @@ pub struct PciBus {
     /// Test hook: clocks added to the untraced wake-up bound of a delayed read's retry
     /// loop (see [`PciBus::set_untraced_read_skew_clocks`]); 0 in every real run.
     untraced_read_skew: u64,
+    /// Posted DMA writes commit lazily (see [`PciBus::set_lazy_commits`]).
+    lazy_commits: bool,
+    /// Test hook: clocks a lazily committed write becomes visible late (see
+    /// [`PciBus::set_lazy_commit_skew_clocks`]); 0 in every real run.
+    lazy_commit_skew: u64,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
     log_window: Option<LogWindow>,
@@ -243,6 +248,8 @@ impl PciBus {
             reqs_buf: Vec::new(),
             untraced_skew: 0,
             untraced_read_skew: 0,
+            lazy_commits: false,
+            lazy_commit_skew: 0,
             stats: BusStats::default(),
             log: None,
             log_window: None,
@@ -422,6 +429,30 @@ impl PciBus {
     /// catch. 0 (the default) in every real run.
     pub fn set_untraced_read_skew_clocks(&mut self, clocks: u64) {
         self.untraced_read_skew = clocks;
+    }
+
+    /// Lets the host bridge commit posted DMA writes lazily in `Stepping::FastForward`
+    /// without a trace: the data waits in host memory with its commit instant
+    /// ([`HostMemory::settle_before`]) and the bus needs no wake-up at the commit's
+    /// clock while it has other work that wakes it later (a commit into a watched range
+    /// keeps its wake-up, so its watcher is told on time). Only for a system whose every
+    /// reader of host memory besides the bus settles it before each of its events (the
+    /// host CPU does); off by default.
+    pub fn set_lazy_commits(&mut self, on: bool) {
+        self.lazy_commits = on;
+    }
+
+    /// Test hook: a lazily committed write becomes visible `clocks` bus clocks after its
+    /// commit (a deliberately broken fast path that the lockstep harness must catch). 0
+    /// (the default) in every real run.
+    pub fn set_lazy_commit_skew_clocks(&mut self, clocks: u64) {
+        self.lazy_commit_skew = clocks;
+    }
+
+    /// Whether a posted write of this run commits lazily (see
+    /// [`PciBus::set_lazy_commits`]).
+    fn commits_lazily(&self, tracing: bool) -> bool {
+        self.lazy_commits && self.params.stepping == Stepping::FastForward && !tracing
     }
 
     /// Turns the per-transaction log on (clearing it) or off.
@@ -607,8 +638,25 @@ impl PciBus {
 
     fn next_commit_clock(&self) -> Option<u64> {
         let t = self.bridge.as_ref()?.next_commit()?;
+        Some(self.clock_at(t))
+    }
+
+    /// The first clock whose edge is at or after `t`.
+    fn clock_at(&self, t: Time) -> u64 {
         let since = t.as_ps().saturating_sub(self.phase_ps);
-        Some(since.div_ceil(self.period_ps.max(1)))
+        since.div_ceil(self.period_ps.max(1))
+    }
+
+    /// The next commit clock the bus must be woken for: with lazy commits and other
+    /// work that wakes it later, only one into a watched range (the clocks of the others
+    /// are stepped late, and host memory's readers apply them themselves).
+    fn next_commit_wake(&self, tracing: bool) -> Option<u64> {
+        if self.commits_lazily(tracing) && !self.idle_quiescent() {
+            let t = self.bridge.as_ref()?.next_eager_commit()?;
+            Some(self.clock_at(t))
+        } else {
+            self.next_commit_clock()
+        }
     }
 
     /// The next clock that must be stepped at its own edge, after clock `c`.
@@ -616,7 +664,7 @@ impl PciBus {
     /// the bus phase is stepped at its own edge; without a trace only clocks that can
     /// have an output must be.
     fn next_tick(&self, c: u64, tracing: bool) -> Option<u64> {
-        let mut next = self.next_commit_clock().filter(|&k| k > c);
+        let mut next = self.next_commit_wake(tracing).filter(|&k| k > c);
         if !self.idle_quiescent() {
             let skip = match self.params.stepping {
                 Stepping::PerClock => 0,
