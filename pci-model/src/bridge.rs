@@ -66,11 +66,42 @@ pub(crate) struct DelayedRead {
     pub limit: u64,
 }
 
+/// A posted write committed lazily: its data waits in host memory (see
+/// [`HostMemory::post_commit`]) and becomes visible at the first edge of the bus clock
+/// (`phase_ps`, `period_ps`) at or after its commit, where the bus steps it (plus
+/// `skew_ps`, a test hook's error, 0 in every real run). A lazy commit into a watched
+/// range still needs its clock stepped on time: its watcher is told then.
+pub(crate) struct LazyCommit<'a> {
+    pub mem: &'a mut HostMemory,
+    pub phase_ps: u64,
+    pub period_ps: u64,
+    pub skew_ps: u64,
+}
+
+/// What the bridge does with a read attempt (see [`HostBridge::read_claim`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadClaim<'a> {
+    /// The read is latched already (its data may not be there yet).
+    Latched(&'a DelayedRead),
+    /// The attempt latches it now: its first byte is in the prefetch buffer at
+    /// `first_data`, and the fetch ends at `limit`.
+    New { first_data: Time, limit: u64 },
+    /// No slot is free: Retry without latching.
+    Full,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct PostedWrite {
     addr: u64,
+    /// The data, or none when it waits in host memory (a lazy commit, `len` bytes).
     data: Vec<u8>,
+    len: u64,
     commit_at: Time,
+    /// The data waits in host memory (a lazy commit, see [`HostMemory::post_commit`]).
+    queued: bool,
+    /// Queued in host memory and no watch covers it: the bus needs no wake-up at its
+    /// commit clock.
+    lazy: bool,
 }
 
 /// A CPU write waiting for room in the bridge's posting buffer.
@@ -152,7 +183,16 @@ impl HostBridge {
             let Some(p) = self.posted.pop_front() else {
                 break;
             };
-            self.posted_bytes -= p.data.len() as u64;
+            self.posted_bytes -= p.len;
+            if p.queued {
+                // Queued in host memory (a lazy commit), maybe applied already for a
+                // reader: it is applied there, in order, by now.
+                if let Some(m) = mem.as_deref_mut() {
+                    m.settle_through(t);
+                }
+                self.stats.committed_bytes += p.len;
+                continue;
+            }
             match mem.as_deref_mut() {
                 Some(m) => match m.write(p.addr, &p.data) {
                     Ok(()) => self.stats.committed_bytes += p.data.len() as u64,
@@ -169,6 +209,12 @@ impl HostBridge {
     /// When the next posted write commits.
     pub(crate) fn next_commit(&self) -> Option<Time> {
         self.posted.front().map(|p| p.commit_at)
+    }
+
+    /// When the next posted write commits whose commit the bus must step at its own
+    /// clock (not a lazy one, see [`HostBridge::post`]).
+    pub(crate) fn next_eager_commit(&self) -> Option<Time> {
+        self.posted.iter().find(|p| !p.lazy).map(|p| p.commit_at)
     }
 
     /// One past the last byte the bridge prefetches for a read at `addr`.
@@ -192,29 +238,40 @@ impl HostBridge {
             .min(self.mem_size)
     }
 
+    /// What [`HostBridge::claim_read`] does for a read of (`addr`, `command`) at `t`,
+    /// without doing it: a pure function of the bridge, so that the bus's look-ahead
+    /// predicts the latch of a delayed read (see `bus/retry.rs`) with the very rule
+    /// that latches it.
+    pub(crate) fn read_claim(&self, addr: u64, command: Command, t: Time) -> ReadClaim<'_> {
+        if let Some(s) = self.slot_for(addr, command) {
+            return ReadClaim::Latched(s);
+        }
+        if self.slots.len() >= self.params.delayed_read_slots {
+            return ReadClaim::Full;
+        }
+        ReadClaim::New {
+            first_data: t.max(self.last_commit) + self.params.memory_read_latency,
+            limit: self.fetch_limit(addr, command),
+        }
+    }
+
     /// The delayed-read slot for (`addr`, `command`): the matching one, or a newly
     /// latched one whose fetch starts at `t` (after every posted write has committed).
     /// `None` when no slot is free (the bridge retries without latching).
     pub(crate) fn claim_read(&mut self, addr: u64, command: Command, t: Time) -> Option<u64> {
-        if let Some(s) = self
-            .slots
-            .iter()
-            .find(|s| s.addr == addr && s.command == command)
-        {
-            return Some(s.id);
-        }
-        if self.slots.len() >= self.params.delayed_read_slots {
-            return None;
-        }
-        let start = t.max(self.last_commit);
+        let (first_data, limit) = match self.read_claim(addr, command, t) {
+            ReadClaim::Latched(s) => return Some(s.id),
+            ReadClaim::Full => return None,
+            ReadClaim::New { first_data, limit } => (first_data, limit),
+        };
         let id = self.next_slot;
         self.next_slot += 1;
         self.slots.push(DelayedRead {
             id,
             addr,
             command,
-            first_data: start + self.params.memory_read_latency,
-            limit: self.fetch_limit(addr, command),
+            first_data,
+            limit,
         });
         self.stats.delayed_reads += 1;
         tracing::debug!(target: "pci::bridge", addr, cmd = command.name(), "delayed read latched");
@@ -269,17 +326,39 @@ impl HostBridge {
     }
 
     /// Posts a DMA write that ended at `t_end`; it commits `posted_write_latency` later,
-    /// after every earlier write.
-    pub(crate) fn post(&mut self, addr: u64, data: Vec<u8>, t_end: Time) {
+    /// after every earlier write. `lazy`: commit it lazily (see [`LazyCommit`]); `None`:
+    /// the bridge keeps the data and writes it when its bus steps the commit's clock.
+    pub(crate) fn post(
+        &mut self,
+        addr: u64,
+        data: Vec<u8>,
+        t_end: Time,
+        lazy: Option<LazyCommit<'_>>,
+    ) {
         let commit_at = (t_end + self.params.posted_write_latency).max(self.last_commit);
         self.last_commit = commit_at;
-        self.posted_bytes += data.len() as u64;
+        let len = data.len() as u64;
+        self.posted_bytes += len;
         self.stats.posted_writes += 1;
-        self.posted.push_back(PostedWrite {
+        let mut write = PostedWrite {
             addr,
             data,
+            len,
             commit_at,
-        });
+            queued: false,
+            lazy: false,
+        };
+        // An empty or out-of-range write keeps the eager path (its error is logged when
+        // it commits).
+        if let Some(l) = lazy.filter(|l| len > 0 && l.mem.contains(addr, len)) {
+            let since = commit_at.as_ps().saturating_sub(l.phase_ps);
+            let period = l.period_ps.max(1);
+            let edge = l.phase_ps + since.div_ceil(period) * period + l.skew_ps;
+            let data = std::mem::take(&mut write.data);
+            write.lazy = !l.mem.watched(addr, len);
+            write.queued = l.mem.post_commit(Time(edge), addr, data).is_ok();
+        }
+        self.posted.push_back(write);
     }
 
     /// Size of the host memory it serves \[bytes\].
@@ -321,8 +400,8 @@ mod tests {
     fn posted_writes_commit_in_order_after_latency() {
         let mut b = HostBridge::new(BridgeParams::default(), 1 << 20);
         let mut mem = HostMemory::new(Bytes(1 << 20), 0).unwrap();
-        b.post(0x100, vec![1, 2], Time(1_000));
-        b.post(0x200, vec![3], Time(2_000));
+        b.post(0x100, vec![1, 2], Time(1_000), None);
+        b.post(0x200, vec![3], Time(2_000), None);
         assert_eq!(b.next_commit(), Some(Time(121_000)));
         let mut m = Some(&mut mem);
         b.commit_due(Time(121_999), &mut m);
@@ -331,12 +410,29 @@ mod tests {
         assert_eq!(b.pending_writes(), 0);
         assert_eq!(mem.read_vec(0x100, 2).unwrap(), vec![1, 2]);
         assert_eq!(b.stats().committed_bytes, 3);
-        // A delayed read latched now may not start before the writes committed.
+        // A delayed read latched now may not start before the writes committed; the
+        // pure `read_claim` says so before `claim_read` does it.
+        let first = Time(122_000) + Duration::from_ns(180);
+        assert_eq!(
+            b.read_claim(0x100, Command::MemoryReadLine, Time(5_000)),
+            ReadClaim::New {
+                first_data: first,
+                limit: 0x120
+            }
+        );
         let id = b
             .claim_read(0x100, Command::MemoryReadLine, Time(5_000))
             .unwrap();
         let s = b.slot(id).unwrap().clone();
         assert_eq!(s.first_data, Time(122_000) + Duration::from_ns(180));
+        assert_eq!(
+            b.read_claim(0x100, Command::MemoryReadLine, Time(9_000)),
+            ReadClaim::Latched(&s)
+        );
+        assert_eq!(
+            b.read_claim(0x300, Command::MemoryReadLine, Time(5_000)),
+            ReadClaim::Full
+        );
         assert_eq!(
             b.claim_read(0x300, Command::MemoryReadLine, Time(5_000)),
             None,

@@ -10,10 +10,18 @@
 //!
 //! `HostMemory` is not a component: it belongs to the node and is passed `&mut` by the
 //! World into the handlers that touch it (the host bridge, the host CPU).
+//!
+//! With lazy commits (`PciBus::set_lazy_commits`, fast untraced stepping) a DMA write
+//! the host bridge posted waits here with the instant it becomes visible, so that its
+//! bus needs no wake-up for it: the bus applies it when it steps that clock
+//! ([`HostMemory::settle_through`]), and any other reader first applies what is due
+//! before its event ([`HostMemory::settle_before`]; the host CPU does, at each event).
+//! A poll must not park on a line such a write will change ([`HostMemory::pending_into`]);
+//! one into a range watched when it is posted keeps its bus wake-up.
 
 use crate::error::MemError;
-use sim_kernel::{Bytes, ComponentId, SplitMix64};
-use std::collections::{BTreeSet, HashMap};
+use sim_kernel::{Bytes, ComponentId, SplitMix64, Time};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Size of a host page and of a physical frame \[bytes\] (IA-32 4 KB pages).
@@ -63,6 +71,9 @@ pub struct HostMemory {
     watches: Vec<(u64, u64, ComponentId)>,
     /// Watchers whose range a write touched since the last [`HostMemory::take_hits`].
     hits: Vec<ComponentId>,
+    /// DMA writes the host bridge posted whose commit is applied lazily (see
+    /// [`HostMemory::settle_before`]): (commit instant, address, data), in commit order.
+    pending: VecDeque<(Time, u64, Vec<u8>)>,
 }
 
 impl HostMemory {
@@ -112,7 +123,84 @@ impl HostMemory {
             rng: SplitMix64::derive(seed, "host-memory.frames"),
             watches: Vec::new(),
             hits: Vec::new(),
+            pending: VecDeque::new(),
         })
+    }
+
+    /// Queues a DMA write that becomes visible at `at` (the host bridge's commit, applied
+    /// lazily: by [`HostMemory::settle_before`] for a reader, or by the bridge when its
+    /// bus steps the commit's clock). Commits are queued in commit order.
+    ///
+    /// # Errors
+    /// The range is not inside the memory (nothing is queued then).
+    pub(crate) fn post_commit(&mut self, at: Time, pa: u64, data: Vec<u8>) -> Result<(), MemError> {
+        self.check(pa, data.len() as u64)?;
+        debug_assert!(
+            self.pending.back().is_none_or(|p| p.0 <= at),
+            "commits out of order"
+        );
+        self.pending.push_back((at, pa, data));
+        Ok(())
+    }
+
+    /// Applies every lazily committed write due strictly before `t`: what a reader whose
+    /// event is at `t` sees (the bridge commits in its bus's clock at LATE priority, so
+    /// a reader's event at the commit instant itself, queued before it, does not see
+    /// it). Called by the host CPU before each of its events; nothing to do when no
+    /// commit is pending. A commit into a watched range never comes this way: the bus
+    /// keeps a wake-up for it (see [`HostMemory::pending_into`]).
+    pub fn settle_before(&mut self, t: Time) {
+        if self.pending.front().is_some_and(|p| p.0 < t) {
+            self.apply_pending(|at| at < t);
+            debug_assert!(self.hits.is_empty(), "a lazily committed write hit a watch");
+        }
+    }
+
+    /// Applies every lazily committed write due at or before `t` (the bridge's commit in
+    /// its bus's clock at edge `t`); returns the bytes applied.
+    pub(crate) fn settle_through(&mut self, t: Time) -> u64 {
+        if self.pending.front().is_some_and(|p| p.0 <= t) {
+            self.apply_pending(|at| at <= t)
+        } else {
+            0
+        }
+    }
+
+    fn apply_pending(&mut self, due: impl Fn(Time) -> bool) -> u64 {
+        let mut bytes = 0;
+        while self.pending.front().is_some_and(|p| due(p.0)) {
+            let Some((_, pa, data)) = self.pending.pop_front() else {
+                break;
+            };
+            match self.write(pa, &data) {
+                Ok(()) => bytes += data.len() as u64,
+                Err(e) => tracing::error!(target: "pci::memory", %e, "lazily committed write lost"),
+            }
+        }
+        bytes
+    }
+
+    /// Whether a lazily committed write not yet applied touches `[start, start + len)`:
+    /// a poll may not park on such a line (no wake-up would come for that commit).
+    #[must_use]
+    pub fn pending_into(&self, start: u64, len: u64) -> bool {
+        let end = start.saturating_add(len);
+        self.pending
+            .iter()
+            .any(|(_, pa, d)| *pa < end && start < pa.saturating_add(d.len() as u64))
+    }
+
+    /// Whether `[pa, pa + len)` lies inside the memory.
+    pub(crate) fn contains(&self, pa: u64, len: u64) -> bool {
+        self.check(pa, len).is_ok()
+    }
+
+    /// Whether some watch covers a byte of `[start, start + len)`.
+    pub(crate) fn watched(&self, start: u64, len: u64) -> bool {
+        let end = start.saturating_add(len);
+        self.watches
+            .iter()
+            .any(|&(s, l, _)| start < s.saturating_add(l) && s < end)
     }
 
     /// A digest (FNV-1a) of every byte written so far, by address: two memories with the
@@ -323,6 +411,32 @@ mod tests {
         m.unwatch(a);
         m.write(0x3000, &[3]).unwrap();
         assert!(!m.has_hits());
+    }
+
+    #[test]
+    fn lazy_commits_apply_in_order_strictly_before_a_reader() {
+        let mut m = HostMemory::new(Bytes(64 * PAGE_SIZE), 1).unwrap();
+        m.post_commit(Time(100), 0x100, vec![1, 2]).unwrap();
+        m.post_commit(Time(200), 0x101, vec![3]).unwrap();
+        assert!(m.post_commit(Time(300), 64 * PAGE_SIZE, vec![9]).is_err());
+        assert!(m.pending_into(0x101, 1) && !m.pending_into(0x102, 32));
+        // A reader at a commit's own instant does not see it (the bridge commits at
+        // LATE priority); one after it does, in commit order.
+        m.settle_before(Time(100));
+        assert_eq!(m.read_vec(0x100, 2).unwrap(), vec![0, 0]);
+        m.settle_before(Time(101));
+        assert_eq!(m.read_vec(0x100, 2).unwrap(), vec![1, 2]);
+        // The bridge's own commit at the clock edge includes it.
+        assert_eq!(m.settle_through(Time(200)), 1);
+        assert_eq!(m.read_vec(0x100, 2).unwrap(), vec![1, 3]);
+        assert!(!m.pending_into(0, PAGE_SIZE));
+        // A commit the bridge applies into a watched range is noted.
+        let who = ComponentId(5);
+        m.watch(0x200, 32, who);
+        assert!(m.watched(0x21F, 4) && !m.watched(0x220, 4));
+        m.post_commit(Time(400), 0x210, vec![7]).unwrap();
+        assert_eq!(m.settle_through(Time(400)), 1);
+        assert_eq!(m.take_hits(), vec![who]);
     }
 
     #[test]

@@ -10,10 +10,11 @@
 //! CI runs both operations at 4, 1460, 1461 and 4096 bytes on every preset and 65536
 //! bytes on the default one, plus random configurations; `HVIA_LOCKSTEP_LONG=1 cargo
 //! test --release -p testbenches --test lockstep` adds 65536 bytes on every preset and
-//! more random cases. Three tests break a fast path by one clock on purpose (the poll
-//! fast path; the PCI bus's untraced look-ahead; the local bus's answer to a DP83820
-//! read from the buffer RAM, the GEC read fold) and check that it is caught. The GEC's
-//! counters are compared with the reads its bus answered for it added.
+//! more random cases. Five tests break a fast path by one clock on purpose (the poll
+//! fast path; the PCI bus's untraced look-ahead for a device transaction and for a
+//! delayed read's retry loop; a lazily committed DMA write; the local bus's answer to a
+//! DP83820 read from the buffer RAM, the GEC read fold) and check that it is caught. The
+//! GEC's counters are compared with the reads its bus answered for it added.
 //!
 //! MPI runs wait in `VipCQWait`, a poll over several words that the fast mode parks:
 //! the same comparison on `hvia mpi pingpong`'s program at 4, 1460, 8192 (eager),
@@ -121,6 +122,11 @@ struct Skew {
     /// A local bus that sees the data of a read it answers from the buffer RAM itself
     /// (untraced) this many clocks late.
     fold: u64,
+    /// A system bus woken this many clocks late for a delayed read's first attempt that
+    /// moves data, as its untraced retry-loop look-ahead predicts it.
+    read: u64,
+    /// A lazily committed DMA write visible this many bus clocks late.
+    commit: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -135,6 +141,8 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
         if let Comp::SystemBus(_, b) | Comp::LocalBus(_, b) = part {
             b.set_untraced_skew_clocks(skew.bus);
             b.set_fold_skew_clocks(skew.fold);
+            b.set_untraced_read_skew_clocks(skew.read);
+            b.set_lazy_commit_skew_clocks(skew.commit);
         }
     }
 }
@@ -300,6 +308,41 @@ fn a_gec_read_fold_off_by_one_clock_is_caught() {
     assert!(
         d.is_some(),
         "a folded read seen one clock late went unnoticed"
+    );
+}
+
+/// A system bus whose untraced look-ahead over a delayed read's retry loop wakes it one
+/// clock after the attempt that moves data (the card's DMA reads of host memory) is
+/// caught: in a debug build by the assertion that an output is never emitted late, in
+/// a release build by the comparison.
+#[test]
+fn a_retry_loop_look_ahead_off_by_one_clock_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        read: 1,
+        ..Skew::default()
+    };
+    let outcome = std::panic::catch_unwind(|| disagreement(&cfg, Op::RdmaWrite, 1460, skew));
+    assert!(
+        !matches!(outcome, Ok(None)),
+        "a bus woken one clock late for a delayed read went unnoticed"
+    );
+}
+
+/// A lazily committed DMA write (untraced fast stepping) that becomes visible in host
+/// memory one bus clock late is caught: the CPU sees the data late, or a watch notice
+/// goes missing.
+#[test]
+fn a_lazy_commit_one_clock_late_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        commit: 1,
+        ..Skew::default()
+    };
+    let outcome = std::panic::catch_unwind(|| disagreement(&cfg, Op::RdmaWrite, 1460, skew));
+    assert!(
+        !matches!(outcome, Ok(None)),
+        "a DMA write committed one clock late went unnoticed"
     );
 }
 

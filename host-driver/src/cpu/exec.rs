@@ -261,7 +261,13 @@ impl HostCpu {
         match line {
             // Fast polls stop stepping: the next iterations hit the line just loaded
             // until a write into it (see `Wait::Parked`).
-            Some(line) if self.params.fast_poll && run.deadline.is_none() => {
+            // Not on a line a lazily committed DMA write will change: no wake-up would
+            // come for it (`HostMemory::pending_into`).
+            Some(line)
+                if self.params.fast_poll
+                    && run.deadline.is_none()
+                    && !mem.pending_into(line, self.cache.line_bytes()) =>
+            {
                 mem.watch(line, self.cache.line_bytes(), ctx.me());
                 let hit = run.iteration + self.params.costs.cache_hit;
                 self.wait = Wait::Parked {

@@ -16,7 +16,9 @@
 //!   every cost is counted in cycles of the CPU's own domain.
 //! - The World passes the node's [`HostMemory`] into [`HostCpu::on_pci`] /
 //!   [`HostCpu::on_host`] (or [`HostCpu::handle`]); the CPU touches it only at the instant
-//!   an operation executes (a poll sees a DMA write only once the bridge has committed it).
+//!   an operation executes (a poll sees a DMA write only once the bridge has committed it:
+//!   each event first applies the lazily committed writes due before it,
+//!   `HostMemory::settle_before`, and a poll does not park on a line one will change).
 //! - The testbench loads a program with [`HostCpu::load`] and posts [`HostMsg::Start`].
 //!
 //! # Executor
@@ -322,6 +324,7 @@ impl HostCpu {
         ctx: &mut Ctx<'_, M>,
         mem: &mut HostMemory,
     ) {
+        mem.settle_before(ctx.now());
         match msg {
             HostMsg::Start => {
                 if self.program.is_none() || self.started.is_some() {
@@ -363,6 +366,7 @@ impl HostCpu {
         ctx: &mut Ctx<'_, M>,
         mem: &mut HostMemory,
     ) {
+        mem.settle_before(ctx.now());
         match (msg, std::mem::take(&mut self.wait)) {
             (PciMsg::CpuWritePosted { tag }, Wait::Write { tag: t, since }) if tag == t => {
                 self.stats.mmio_write_wait = self.stats.mmio_write_wait + (ctx.now() - since);

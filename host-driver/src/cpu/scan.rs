@@ -229,6 +229,10 @@ impl HostCpu {
             if mem.read(line, now_bytes).is_err() || !self.cache.would_hit(line, now_bytes) {
                 return Err(run);
             }
+            // No wake-up would come for a lazily committed DMA write into the line.
+            if mem.pending_into(line, line_len) {
+                return Err(run);
+            }
             lines.push(line);
             offsets.push(loads);
             loads = loads.saturating_add(hit);

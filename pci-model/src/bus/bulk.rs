@@ -11,6 +11,9 @@
 //! has not arrived in the bridge, every attempt ends in Retry (or waits) with no output,
 //! so the clocks up to the data's arrival are stepped late, through the same per-clock
 //! function, when the bus is next woken (their phase changes are recorded nowhere).
+//! Where the attempt that moves the data moves a word a clock, `retry.rs` steps the
+//! loop ahead to that attempt's end instead, the attempt that latches the read
+//! included.
 //!
 //! Only the arbiter and the counters can differ between the clocks of such a run. The
 //! REQ# lines are constant between the clocks where a master's hold-off ends or its

@@ -10,6 +10,7 @@
 use super::tenure::Tenure;
 use super::words::bytes_through;
 use super::{DeviceReply, PciBus, Reply, TargetKind};
+use crate::bridge::LazyCommit;
 use crate::memory::HostMemory;
 use crate::msg::{PciMsg, TransactionDone, TxnStatus};
 use crate::stats::{TenureEnd, TenureRecord};
@@ -121,8 +122,17 @@ impl PciBus {
                 logged.clone_from(&slice);
             }
             if is_bridge {
+                let lazy = self.commits_lazily(ctx.tracing());
+                let (phase_ps, period_ps) = (self.phase_ps, self.period_ps);
+                let skew_ps = self.lazy_commit_skew.saturating_mul(period_ps);
                 if let Some(b) = self.bridge.as_mut() {
-                    b.post(t.addr, slice, t_end);
+                    let lazy = mem.as_deref_mut().filter(|_| lazy).map(|mem| LazyCommit {
+                        mem,
+                        phase_ps,
+                        period_ps,
+                        skew_ps,
+                    });
+                    b.post(t.addr, slice, t_end, lazy);
                 }
             } else if let Some(component) = device {
                 self.emit(

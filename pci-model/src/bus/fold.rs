@@ -179,7 +179,7 @@ impl PciBus {
         let t_s = target.landing(ctx.now(), self.edge(c + 1));
         let sent = target.edge_after(t_s, Cycles(ram.read_latency.0.max(1)));
         let t_d = ctx.my_domain().landing(t_s, sent);
-        let k_d = self.clock_at(t_d);
+        let k_d = self.clock_floor(t_d);
         let at = EventKey {
             time: t_s,
             priority: Priority::NORMAL,
@@ -219,7 +219,7 @@ impl PciBus {
     }
 
     /// The bus clock whose edge is `t` (or the last one before it).
-    fn clock_at(&self, t: Time) -> u64 {
+    fn clock_floor(&self, t: Time) -> u64 {
         t.as_ps().saturating_sub(self.phase_ps) / self.period_ps.max(1)
     }
 }

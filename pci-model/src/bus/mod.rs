@@ -46,6 +46,7 @@ mod fold;
 pub mod fsm;
 mod inputs;
 mod lookahead;
+mod retry;
 pub mod tenure;
 pub(crate) mod words;
 
@@ -237,6 +238,14 @@ pub struct PciBus {
     fold: FoldStats,
     /// Test hook: clocks a folded read's data is seen late (0 in every real run).
     fold_skew: u64,
+    /// Test hook: clocks added to the untraced wake-up bound of a delayed read's retry
+    /// loop (see [`PciBus::set_untraced_read_skew_clocks`]); 0 in every real run.
+    untraced_read_skew: u64,
+    /// Posted DMA writes commit lazily (see [`PciBus::set_lazy_commits`]).
+    lazy_commits: bool,
+    /// Test hook: clocks a lazily committed write becomes visible late (see
+    /// [`PciBus::set_lazy_commit_skew_clocks`]); 0 in every real run.
+    lazy_commit_skew: u64,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
     log_window: Option<LogWindow>,
@@ -280,6 +289,9 @@ impl PciBus {
             samples_out: 0,
             fold: FoldStats::default(),
             fold_skew: 0,
+            untraced_read_skew: 0,
+            lazy_commits: false,
+            lazy_commit_skew: 0,
             stats: BusStats::default(),
             log: None,
             log_window: None,
@@ -451,6 +463,38 @@ impl PciBus {
     /// must catch (a late output). 0 (the default) in every real run.
     pub fn set_untraced_skew_clocks(&mut self, clocks: u64) {
         self.untraced_skew = clocks;
+    }
+
+    /// Test hook: wakes the bus `clocks` late for the end of the first attempt of a
+    /// delayed read that moves data, as the untraced retry-loop look-ahead predicts it
+    /// (`retry.rs`): a deliberately broken fast path that the lockstep harness must
+    /// catch. 0 (the default) in every real run.
+    pub fn set_untraced_read_skew_clocks(&mut self, clocks: u64) {
+        self.untraced_read_skew = clocks;
+    }
+
+    /// Lets the host bridge commit posted DMA writes lazily in `Stepping::FastForward`
+    /// without a trace: the data waits in host memory with its commit instant
+    /// ([`HostMemory::settle_before`]) and the bus needs no wake-up at the commit's
+    /// clock while it has other work that wakes it later (a commit into a watched range
+    /// keeps its wake-up, so its watcher is told on time). Only for a system whose every
+    /// reader of host memory besides the bus settles it before each of its events (the
+    /// host CPU does); off by default.
+    pub fn set_lazy_commits(&mut self, on: bool) {
+        self.lazy_commits = on;
+    }
+
+    /// Test hook: a lazily committed write becomes visible `clocks` bus clocks after its
+    /// commit (a deliberately broken fast path that the lockstep harness must catch). 0
+    /// (the default) in every real run.
+    pub fn set_lazy_commit_skew_clocks(&mut self, clocks: u64) {
+        self.lazy_commit_skew = clocks;
+    }
+
+    /// Whether a posted write of this run commits lazily (see
+    /// [`PciBus::set_lazy_commits`]).
+    fn commits_lazily(&self, tracing: bool) -> bool {
+        self.lazy_commits && self.params.stepping == Stepping::FastForward && !tracing
     }
 
     /// Turns the per-transaction log on (clearing it) or off.
@@ -636,8 +680,25 @@ impl PciBus {
 
     fn next_commit_clock(&self) -> Option<u64> {
         let t = self.bridge.as_ref()?.next_commit()?;
+        Some(self.clock_at(t))
+    }
+
+    /// The first clock whose edge is at or after `t`.
+    fn clock_at(&self, t: Time) -> u64 {
         let since = t.as_ps().saturating_sub(self.phase_ps);
-        Some(since.div_ceil(self.period_ps.max(1)))
+        since.div_ceil(self.period_ps.max(1))
+    }
+
+    /// The next commit clock the bus must be woken for: with lazy commits and other
+    /// work that wakes it later, only one into a watched range (the clocks of the others
+    /// are stepped late, and host memory's readers apply them themselves).
+    fn next_commit_wake(&self, tracing: bool) -> Option<u64> {
+        if self.commits_lazily(tracing) && !self.idle_quiescent() {
+            let t = self.bridge.as_ref()?.next_eager_commit()?;
+            Some(self.clock_at(t))
+        } else {
+            self.next_commit_clock()
+        }
     }
 
     /// The next clock that must be stepped at its own edge, after clock `c`.
@@ -645,7 +706,7 @@ impl PciBus {
     /// the bus phase is stepped at its own edge; without a trace only clocks that can
     /// have an output must be.
     fn next_tick(&self, c: u64, tracing: bool) -> Option<u64> {
-        let mut next = self.next_commit_clock().filter(|&k| k > c);
+        let mut next = self.next_commit_wake(tracing).filter(|&k| k > c);
         if !self.idle_quiescent() {
             let skip = match self.params.stepping {
                 Stepping::PerClock => 0,
@@ -655,6 +716,11 @@ impl PciBus {
                         .max(self.held_idle_run(c + 1, u64::MAX));
                     if tracing {
                         quiet
+                    } else if let Some(k) = self.retry_loop_output(c) {
+                        // A delayed read's retry loop stepped ahead (`retry.rs`): no
+                        // other bound is later.
+                        let k = k.saturating_add(self.untraced_read_skew);
+                        quiet.max(k.saturating_sub(c + 1))
                     } else {
                         quiet
                             .max(self.delayed_read_wait(c))

@@ -213,6 +213,9 @@ impl System {
             bridge_params.abort = cfg.pci_abort_range(n);
             sys.attach_host_bridge(bridge_params, cfg.host_memory_bytes())
                 .map_err(model("pci.bridge"))?;
+            // The host CPU, host memory's only other reader, settles lazily committed
+            // DMA writes before each of its events (fast stepping, untraced only).
+            sys.set_lazy_commits(true);
             let dma_params = cfg.dma_params(PciBusKind::System);
             let dma_master = sys
                 .add_master(DmaMaster::master_config("card.dma", id.dma, &dma_params))
