@@ -156,6 +156,14 @@ impl CacheModel {
         access
     }
 
+    /// Whether the line at `line_pa` is cached (the model is not changed).
+    #[must_use]
+    pub fn holds(&self, line_pa: u64) -> bool {
+        self.sets
+            .get(self.set_of(line_pa))
+            .is_some_and(|set| set.iter().any(|l| l.addr == line_pa))
+    }
+
     /// Replaces the cached copy of the line at `line_pa` with `memory`, if it is cached
     /// (a write the CPU made outside the cost model, e.g. instrumentation).
     pub fn refresh(&mut self, line_pa: u64, memory: &[u8]) {
@@ -234,7 +242,9 @@ mod tests {
         d[0] = 9;
         assert_eq!(c.store(0x1220, &b, &d), LineAccess::Hit);
         assert_eq!(c.load(0x1220, &d), LineAccess::Hit);
+        assert!(c.holds(0x1220) && !c.holds(0x1240));
         c.forget(0x1220);
+        assert!(!c.holds(0x1220));
         assert_eq!(c.load(0x1220, &d), LineAccess::Miss);
     }
 

@@ -457,11 +457,21 @@ impl HostCpu {
     /// Instrumentation write: no cost; cached copies follow the new bytes.
     fn poke(&mut self, mem: &mut HostMemory, va: u64, data: &[u8]) -> Result<(), MemError> {
         self.page_table.write(mem, va, data)?;
-        let n = usize::try_from(self.cache.line_bytes()).unwrap_or(32);
-        let mut bytes = vec![0u8; n]; // one buffer for every line of the write
-        for l in self.lines_of(va, data.len() as u64)? {
-            mem.read(l, &mut bytes)?;
-            self.cache.refresh(l, &bytes);
+        let line = self.cache.line_bytes();
+        let n = usize::try_from(line).unwrap_or(32);
+        let mut bytes = vec![0u8; n]; // one buffer for every cached line of the write
+                                      // Only the lines the cache holds have a copy to refresh (a buffer larger than the
+                                      // cache has most of its lines elsewhere): memory is read for those alone.
+        for seg in self.page_table.segments(va, data.len() as u64)? {
+            let mut l = self.cache.line_of(seg.addr);
+            let end = seg.addr.saturating_add(seg.len);
+            while l < end {
+                if self.cache.holds(l) {
+                    mem.read(l, &mut bytes)?;
+                    self.cache.refresh(l, &bytes);
+                }
+                l = l.saturating_add(line);
+            }
         }
         Ok(())
     }

@@ -1,0 +1,39 @@
+#!/bin/bash
+# Issue 13's speed figures, as in README "Simulation speed": for each size, the best of
+# N runs (one thread) of `hvia pingpong --sizes S --iters 4 --warmup 1`, with events per
+# one-way message (events / 10), simulated time per wall second and events per second;
+# then the best of N runs of the default sweep `--sizes 4..1048576 --iters 8` on every
+# core. Wall times depend on the machine's load: run it on a quiet machine, and compare
+# builds by alternating them (pass several binaries). Usage:
+#   tools/speed-table.sh [-n N] [hvia binary ...]   (default: 7 runs, target/release/hvia)
+set -eu
+n=7
+if [ "${1:-}" == "-n" ]; then n=$2; shift 2; fi
+bins=("$@")
+[ ${#bins[@]} -eq 0 ] && bins=(./target/release/hvia)
+sim='import json,sys; s=json.load(sys.stdin)["simulation"]; print(s["simulated_ps"], s["wall_seconds"], s["events"])'
+best() { # binary, then hvia arguments: prints "best_ratio events best_wall"
+  local b=$1; shift
+  local out=""
+  for _ in $(seq "$n"); do out+="$("$b" pingpong "$@" --format json | python3 -c "$sim")"$'\n'; done
+  printf '%s' "$out" | python3 -c '
+import sys
+rows=[tuple(map(float,l.split())) for l in sys.stdin if l.strip()]
+ps,wall,ev=max(rows,key=lambda r:r[0]/r[1])
+print(f"{ps/1e12/wall:.3f} {int(ev)} {wall:.4f} {sorted(r[1] for r in rows)[len(rows)//2]:.4f}")'
+}
+echo "| binary | size | events per message | simulated / wall (best of $n) | events/s | median wall [s] |"
+echo "|---|---:|---:|---:|---:|---:|"
+for s in 4 1460 65536 1048576; do
+  for b in "${bins[@]}"; do
+    read -r ratio ev wall med < <(RAYON_NUM_THREADS=1 best "$b" --sizes "$s" --iters 4 --warmup 1)
+    python3 -c "print(f'| $b | $s | {$ev/10:,.0f} | $ratio | {$ev/$wall/1e6:.2f} M | $med |')"
+  done
+done
+echo
+echo "| binary | sweep 4..1048576 --iters 8 | simulated / wall (best of $n) | events | best wall [s] | median wall [s] |"
+echo "|---|---|---:|---:|---:|---:|"
+for b in "${bins[@]}"; do
+  read -r ratio ev wall med < <(best "$b" --sizes 4..1048576 --iters 8)
+  echo "| $b | all cores | $ratio | $ev | $wall | $med |"
+done
