@@ -124,11 +124,7 @@ impl PciBus {
     /// sees no request (with [`ParkPolicy::None`](crate::ParkPolicy::None) it removes
     /// GNT# in the first of them, then nothing changes), the bus stays idle.
     pub(super) fn advance_held_idle(&mut self, n: u64) {
-        let mut reqs = std::mem::take(&mut self.reqs_buf);
-        reqs.clear();
-        reqs.resize(self.masters.len(), false);
-        self.arb.step(&reqs, None, true);
-        self.reqs_buf = reqs;
+        self.arb.step_no_requests(true);
         self.stats.cycles += n;
         self.stats.idle_cycles += n;
     }
