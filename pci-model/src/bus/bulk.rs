@@ -227,7 +227,8 @@ impl PciBus {
     /// request `q` can have an output (see [`PciBus::untraced_idle_wait`]).
     fn silent_clocks_after_start(&self, m: usize, q: &super::Queued) -> u64 {
         let addr = q.req.addr + q.done;
-        match self.decode(addr, m).map(|ti| &self.targets[ti].kind) {
+        let ti = self.decode(addr, m);
+        match ti.map(|ti| &self.targets[ti].kind) {
             Some(TargetKind::HostBridge) => self.bridge.as_ref().map_or(0, |b| {
                 // DEVSEL#, then at most one word per clock up to what the bridge can
                 // take or give in one transaction (never less than it can now: its
@@ -258,8 +259,7 @@ impl PciBus {
                     None => devsel,
                 }
             }),
-            Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => self
-                .decode(addr, m)
+            Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => ti
                 .and_then(|ti| {
                     let w = self.width_for(m, ti);
                     let others = self

@@ -650,16 +650,28 @@ impl PciBus {
             let skip = match self.params.stepping {
                 Stepping::PerClock => 0,
                 Stepping::FastForward => {
-                    let quiet = self
-                        .quiet_clocks(c)
-                        .max(self.held_idle_run(c + 1, u64::MAX));
+                    // The wake-up is the latest of the lower bounds, capped by the next
+                    // commit: a bound that is 0 in this state (the ones of a transaction
+                    // in progress without one, those of an idle bus with one) is not
+                    // computed, nor is the costly one once the others reach the commit.
+                    let cap = next.map_or(u64::MAX, |n| n.saturating_sub(c + 1));
+                    let busy = self.active.is_some();
+                    let quiet = if busy {
+                        self.quiet_clocks(c)
+                    } else {
+                        self.held_idle_run(c + 1, u64::MAX)
+                    };
                     if tracing {
                         quiet
                     } else {
-                        quiet
-                            .max(self.delayed_read_wait(c))
-                            .max(self.untraced_idle_wait(c))
-                            .max(self.untraced_tenure_wait(c))
+                        let quiet = quiet.max(self.delayed_read_wait(c));
+                        if quiet >= cap {
+                            quiet
+                        } else if busy {
+                            quiet.max(self.untraced_tenure_wait(c))
+                        } else {
+                            quiet.max(self.untraced_idle_wait(c))
+                        }
                     }
                 }
             };
