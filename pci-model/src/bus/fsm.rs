@@ -225,6 +225,7 @@ impl PciBus {
 
     /// Decides the bus activity of clock `c`.
     /// `gnt_req`: the master granted in the previous clock (`gnt_prev`) had REQ# on.
+    #[inline(always)]
     fn clock_input(&mut self, c: u64, gnt_req: bool, gnt_prev: Option<usize>) -> ClockInput {
         if self.active.is_some() {
             let tc = self.tenure_clock(c, gnt_prev);
@@ -261,6 +262,7 @@ impl PciBus {
 /// REQ# of every master in clock `c - 1` (none before clock 0) into `out`, with `busy`
 /// the owner of the transaction in progress (`usize::MAX`: none), which requests for its
 /// next request. A free function so that `step` can fill the bus's own buffer.
+#[inline(always)]
 fn fill_req_lines(masters: &[super::MasterPort], busy: usize, c: u64, out: &mut Vec<bool>) {
     // The buffer keeps its length from clock to clock: each line is overwritten.
     out.resize(masters.len(), false);
