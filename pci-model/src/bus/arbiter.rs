@@ -51,6 +51,7 @@ impl Arbiter {
 
     /// Computes GNT# for clock `c` from `reqs` (REQ# of clock `c-1`); `started` is the
     /// master that began an address phase in `c`, `bus_idle` whether the bus is idle in `c`.
+    #[inline]
     pub(crate) fn step(&mut self, reqs: &[bool], started: Option<usize>, bus_idle: bool) {
         if let Some(s) = started {
             self.used = true;

@@ -28,6 +28,7 @@ impl PciBus {
     /// How many clocks from `c` on (at most `max`) are plain data phases of the
     /// transaction in progress, given the state after clock `c - 1`; 0 when stepping is
     /// per clock.
+    #[inline]
     pub(super) fn plain_run(&self, c: u64, max: u64) -> u64 {
         if self.params.stepping != Stepping::FastForward || c == 0 || max == 0 {
             return 0;
@@ -87,6 +88,7 @@ impl PciBus {
     /// The first clock at or after `c` in which some master's REQ# line (sampled from
     /// the clock before) may be asserted, on an idle bus with no transaction in
     /// progress; `None` when no request is queued at all.
+    #[inline]
     pub(super) fn first_req_clock(&self, c: u64) -> Option<u64> {
         if self.active.is_some() || self.phase.state() != super::BusPhase::Idle {
             return Some(c);
@@ -103,6 +105,7 @@ impl PciBus {
     /// How many clocks from `c` on (at most `max`) are idle clocks with every REQ#
     /// deasserted while some request waits for its hold-off (see the module doc); 0
     /// when stepping is per clock.
+    #[inline]
     pub(super) fn held_idle_run(&self, c: u64, max: u64) -> u64 {
         if self.params.stepping != Stepping::FastForward || max == 0 {
             return 0;

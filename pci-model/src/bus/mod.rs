@@ -627,6 +627,7 @@ impl PciBus {
     }
 
     /// Idle bus, nothing queued, GNT# stable: stepping changes nothing but idle counts.
+    #[inline]
     fn idle_quiescent(&self) -> bool {
         self.active.is_none()
             && self.phase.state() == BusPhase::Idle

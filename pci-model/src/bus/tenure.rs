@@ -552,6 +552,7 @@ impl PciBus {
 
     /// Clocks after `c` that are certainly plain data phases of the transaction in
     /// progress (no output, no phase change): fast-forward may skip over them.
+    #[inline]
     pub(super) fn quiet_clocks(&self, c: u64) -> u64 {
         let Some(t) = self.active.as_ref() else {
             return 0;
