@@ -140,6 +140,7 @@ pub(crate) struct MasterPort {
 impl MasterPort {
     /// The first clock whose REQ# line (sampled from the clock before) can be asserted
     /// for the queued request `q`: after the port's hold-off and `q`'s arrival.
+    #[inline]
     pub(crate) fn req_on_from(&self, q: &Queued) -> u64 {
         self.hold_until.max(q.arrival).saturating_add(1)
     }

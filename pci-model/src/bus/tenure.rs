@@ -277,6 +277,7 @@ impl PciBus {
     }
 
     /// FRAME# and the target's response in clock `c` of the transaction in progress.
+    #[inline]
     pub(super) fn tenure_clock(&mut self, c: u64, gnt_prev: Option<usize>) -> TenureClock {
         let Some(mut t) = self.active.take() else {
             return TenureClock {
