@@ -282,6 +282,29 @@ impl HostMemory {
         Ok(())
     }
 
+    /// Appends `len` bytes from physical address `pa` to `out`, without zero-filling
+    /// them first (what [`HostMemory::read`] into a zeroed buffer gives; an untouched
+    /// page reads as zeros).
+    ///
+    /// # Errors
+    /// The range is not inside the memory (nothing is appended then).
+    pub fn read_append(&self, pa: u64, len: usize, out: &mut Vec<u8>) -> Result<(), MemError> {
+        self.check(pa, len as u64)?;
+        out.reserve(len);
+        let mut done = 0usize;
+        while done < len {
+            let a = pa + done as u64;
+            let off = offset_in_page(a);
+            let n = (PAGE_SIZE as usize - off).min(len - done);
+            match self.frames.get(&page_base(a)) {
+                Some(frame) => out.extend_from_slice(&frame[off..off + n]),
+                None => out.resize(out.len() + n, 0),
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
     /// Copies `data` to physical address `pa`.
     ///
     /// # Errors
@@ -389,6 +412,21 @@ mod tests {
         ));
         assert!(HostMemory::new(Bytes(1000), 1).is_err());
         assert!(HostMemory::new(Bytes(0), 1).is_err());
+    }
+
+    #[test]
+    fn read_append_equals_read() {
+        let mut m = HostMemory::new(Bytes(256 << 20), 1).unwrap();
+        m.write(0x2FFE, &[1, 2, 3, 4]).unwrap();
+        // Across a written page, into an untouched one, after bytes already there.
+        let mut out = vec![9u8];
+        m.read_append(0x2FF0, 0x1020, &mut out).unwrap();
+        let mut want = vec![9u8];
+        want.extend(m.read_vec(0x2FF0, 0x1020).unwrap());
+        assert_eq!(out, want);
+        assert_eq!(&out[15..19], &[1, 2, 3, 4]);
+        assert!(m.read_append(0x1000_0000 - 2, 4, &mut out).is_err());
+        assert_eq!(out.len(), 0x1021, "nothing appended on an error");
     }
 
     #[test]

@@ -51,6 +51,7 @@ impl Arbiter {
 
     /// Computes GNT# for clock `c` from `reqs` (REQ# of clock `c-1`); `started` is the
     /// master that began an address phase in `c`, `bus_idle` whether the bus is idle in `c`.
+    #[inline]
     pub(crate) fn step(&mut self, reqs: &[bool], started: Option<usize>, bus_idle: bool) {
         if let Some(s) = started {
             self.used = true;
@@ -80,6 +81,14 @@ impl Arbiter {
                     self.gnt = None;
                 }
             }
+        }
+    }
+
+    /// [`Arbiter::step`] with every REQ# line off and no master starting: only a
+    /// grant that is not parked goes, on an idle bus.
+    pub(crate) fn step_no_requests(&mut self, bus_idle: bool) {
+        if self.gnt.is_some() && bus_idle && self.park == ParkPolicy::None {
+            self.gnt = None;
         }
     }
 
@@ -122,6 +131,23 @@ mod tests {
         assert_eq!(a.gnt(), None);
         a.step(&[false, true], None, true);
         assert_eq!(a.gnt(), Some(1));
+    }
+
+    #[test]
+    fn no_requests_step_equals_step_with_lines_off() {
+        for park in [ParkPolicy::LastMaster, ParkPolicy::None] {
+            for gnt in [None, Some(0), Some(2)] {
+                for idle in [false, true] {
+                    let mut a = Arbiter::new(park);
+                    a.gnt = gnt;
+                    a.last = Some(1);
+                    let mut b = a.clone();
+                    a.step(&[false; 3], None, idle);
+                    b.step_no_requests(idle);
+                    assert_eq!(a, b, "{park:?} {gnt:?} idle={idle}");
+                }
+            }
+        }
     }
 
     #[test]

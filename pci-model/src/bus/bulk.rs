@@ -31,6 +31,7 @@ impl PciBus {
     /// How many clocks from `c` on (at most `max`) are plain data phases of the
     /// transaction in progress, given the state after clock `c - 1`; 0 when stepping is
     /// per clock.
+    #[inline]
     pub(super) fn plain_run(&self, c: u64, max: u64) -> u64 {
         if self.params.stepping != Stepping::FastForward || c == 0 || max == 0 {
             return 0;
@@ -90,6 +91,7 @@ impl PciBus {
     /// The first clock at or after `c` in which some master's REQ# line (sampled from
     /// the clock before) may be asserted, on an idle bus with no transaction in
     /// progress; `None` when no request is queued at all.
+    #[inline]
     pub(super) fn first_req_clock(&self, c: u64) -> Option<u64> {
         if self.active.is_some() || self.phase.state() != super::BusPhase::Idle {
             return Some(c);
@@ -106,6 +108,7 @@ impl PciBus {
     /// How many clocks from `c` on (at most `max`) are idle clocks with every REQ#
     /// deasserted while some request waits for its hold-off (see the module doc); 0
     /// when stepping is per clock.
+    #[inline]
     pub(super) fn held_idle_run(&self, c: u64, max: u64) -> u64 {
         if self.params.stepping != Stepping::FastForward || max == 0 {
             return 0;
@@ -127,11 +130,7 @@ impl PciBus {
     /// sees no request (with [`ParkPolicy::None`](crate::ParkPolicy::None) it removes
     /// GNT# in the first of them, then nothing changes), the bus stays idle.
     pub(super) fn advance_held_idle(&mut self, n: u64) {
-        let mut reqs = std::mem::take(&mut self.reqs_buf);
-        reqs.clear();
-        reqs.resize(self.masters.len(), false);
-        self.arb.step(&reqs, None, true);
-        self.reqs_buf = reqs;
+        self.arb.step_no_requests(true);
         self.stats.cycles += n;
         self.stats.idle_cycles += n;
     }
@@ -234,7 +233,8 @@ impl PciBus {
     /// request `q` can have an output (see [`PciBus::untraced_idle_wait`]).
     fn silent_clocks_after_start(&self, m: usize, q: &super::Queued) -> u64 {
         let addr = q.req.addr + q.done;
-        match self.decode(addr, m).map(|ti| &self.targets[ti].kind) {
+        let ti = self.decode(addr, m);
+        match ti.map(|ti| &self.targets[ti].kind) {
             Some(TargetKind::HostBridge) => self.bridge.as_ref().map_or(0, |b| {
                 // DEVSEL#, then at most one word per clock up to what the bridge can
                 // take or give in one transaction (never less than it can now: its
@@ -265,8 +265,7 @@ impl PciBus {
                     None => devsel,
                 }
             }),
-            Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => self
-                .decode(addr, m)
+            Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => ti
                 .and_then(|ti| {
                     let w = self.width_for(m, ti);
                     let others = self

@@ -70,13 +70,17 @@ impl PciBus {
         let mut read_data = Vec::new();
         if t.command.is_read() {
             if is_bridge {
-                read_data = vec![0u8; n];
+                // Copied straight from host memory: no zero-filled buffer first.
                 if let Some(mm) = mem.as_deref() {
-                    if let Err(e) = mm.read(t.addr, &mut read_data) {
+                    if let Err(e) = mm.read_append(t.addr, n, &mut read_data) {
                         tracing::error!(target: "pci::bridge", %e, "DMA read outside memory");
+                        read_data.resize(n, 0);
                     }
-                } else if n > 0 {
-                    tracing::error!(target: "pci::bridge", "no host memory wired: DMA read returns zeros");
+                } else {
+                    read_data.resize(n, 0);
+                    if n > 0 {
+                        tracing::error!(target: "pci::bridge", "no host memory wired: DMA read returns zeros");
+                    }
                 }
                 if let (Some(id), Some(b)) = (t.slot, self.bridge.as_mut()) {
                     if bytes > 0 {
@@ -108,14 +112,18 @@ impl PciBus {
         if !t.command.is_read() && n > 0 {
             let slice = self
                 .masters
-                .get(m)
-                .and_then(|p| p.queue.front())
+                .get_mut(m)
+                .and_then(|p| p.queue.front_mut())
                 .and_then(|h| {
                     let from = usize::try_from(h.done).ok()?;
-                    h.req
-                        .data
-                        .get(from..from.checked_add(n)?)
-                        .map(<[u8]>::to_vec)
+                    let to = from.checked_add(n)?;
+                    if from == 0 && to == h.req.data.len() {
+                        // The whole request in one transaction (the common case): its
+                        // data moves, no copy. Nothing reads it again: the request is
+                        // over, and a later range of it would be past its end anyway.
+                        return Some(std::mem::take(&mut h.req.data));
+                    }
+                    h.req.data.get(from..to).map(<[u8]>::to_vec)
                 })
                 .unwrap_or_default();
             if keep {

@@ -90,10 +90,11 @@ impl PciBus {
             }
         }
         // REQ# lines in a buffer the bus keeps: no allocation per clock.
-        let mut reqs = std::mem::take(&mut self.reqs_buf);
-        self.req_lines(c, &mut reqs);
+        let busy = self.active.as_ref().map_or(usize::MAX, |t| t.master);
+        fill_req_lines(&self.masters, busy, c, &mut self.reqs_buf);
         let gnt_prev = self.arb.gnt();
-        let input = self.clock_input(c, &reqs, gnt_prev);
+        let gnt_req = gnt_prev.is_some_and(|g| self.reqs_buf.get(g).copied().unwrap_or(false));
+        let input = self.clock_input(c, gnt_req, gnt_prev);
         let from = self.phase.state();
         let owner = self.active.as_ref().map(|t| t.master);
         let mut started = None;
@@ -205,7 +206,8 @@ impl PciBus {
             self.now_clk
         );
         self.phase.set(to, ctx);
-        self.arb.step(&reqs, started, to == P::Idle);
+        let reqs = &self.reqs_buf;
+        self.arb.step(reqs, started, to == P::Idle);
         self.stats.cycles += 1;
         if to == P::Idle {
             self.stats.idle_cycles += 1;
@@ -219,11 +221,12 @@ impl PciBus {
                 }
             }
         }
-        self.reqs_buf = reqs;
     }
 
     /// Decides the bus activity of clock `c`.
-    fn clock_input(&mut self, c: u64, reqs: &[bool], gnt_prev: Option<usize>) -> ClockInput {
+    /// `gnt_req`: the master granted in the previous clock (`gnt_prev`) had REQ# on.
+    #[inline(always)]
+    fn clock_input(&mut self, c: u64, gnt_req: bool, gnt_prev: Option<usize>) -> ClockInput {
         if self.active.is_some() {
             let tc = self.tenure_clock(c, gnt_prev);
             return match tc.resp {
@@ -236,7 +239,7 @@ impl PciBus {
         }
         match self.phase.state() {
             P::Idle => match gnt_prev {
-                Some(g) if reqs.get(g).copied().unwrap_or(false) => ClockInput::Start(g),
+                Some(g) if gnt_req => ClockInput::Start(g),
                 _ => ClockInput::Quiet,
             },
             P::Address | P::Wait | P::Data | P::Stop => ClockInput::Release,
@@ -245,27 +248,34 @@ impl PciBus {
 
     /// REQ# of every master in clock `c - 1` (none before clock 0), into `out`.
     pub(super) fn req_lines(&self, c: u64, out: &mut Vec<bool>) {
-        // The buffer keeps its length from clock to clock: each line is overwritten.
-        out.resize(self.masters.len(), false);
-        let Some(prev) = c.checked_sub(1) else {
-            out.fill(false);
-            return;
-        };
         let busy = self.active.as_ref().map_or(usize::MAX, |t| t.master);
-        for (m, (line, port)) in out.iter_mut().zip(&self.masters).enumerate() {
-            // The owner of the transaction in progress requests for its next request.
-            let next = if m == busy {
-                port.queue.get(1)
-            } else {
-                port.queue.front()
-            };
-            *line = prev >= port.hold_until && next.is_some_and(|q| q.arrival <= prev);
-        }
+        fill_req_lines(&self.masters, busy, c, out);
     }
 
     /// An internal invariant broke: log it (and stop a debug build).
     fn impossible(&self, from: P, input: ClockInput) {
         tracing::error!(target: "pci::bus", ?from, ?input, "impossible bus transition");
         debug_assert!(false, "impossible bus transition {from:?} / {input:?}");
+    }
+}
+
+/// REQ# of every master in clock `c - 1` (none before clock 0) into `out`, with `busy`
+/// the owner of the transaction in progress (`usize::MAX`: none), which requests for its
+/// next request. A free function so that `step` can fill the bus's own buffer.
+#[inline(always)]
+fn fill_req_lines(masters: &[super::MasterPort], busy: usize, c: u64, out: &mut Vec<bool>) {
+    // The buffer keeps its length from clock to clock: each line is overwritten.
+    out.resize(masters.len(), false);
+    let Some(prev) = c.checked_sub(1) else {
+        out.fill(false);
+        return;
+    };
+    for (m, (line, port)) in out.iter_mut().zip(masters).enumerate() {
+        let next = if m == busy {
+            port.queue.get(1)
+        } else {
+            port.queue.front()
+        };
+        *line = prev >= port.hold_until && next.is_some_and(|q| q.arrival <= prev);
     }
 }

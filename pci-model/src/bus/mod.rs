@@ -141,6 +141,7 @@ pub(crate) struct MasterPort {
 impl MasterPort {
     /// The first clock whose REQ# line (sampled from the clock before) can be asserted
     /// for the queued request `q`: after the port's hold-off and `q`'s arrival.
+    #[inline]
     pub(crate) fn req_on_from(&self, q: &Queued) -> u64 {
         self.hold_until.max(q.arrival).saturating_add(1)
     }
@@ -671,6 +672,7 @@ impl PciBus {
     }
 
     /// Idle bus, nothing queued, GNT# stable: stepping changes nothing but idle counts.
+    #[inline]
     fn idle_quiescent(&self) -> bool {
         self.active.is_none()
             && self.phase.state() == BusPhase::Idle
@@ -711,9 +713,17 @@ impl PciBus {
             let skip = match self.params.stepping {
                 Stepping::PerClock => 0,
                 Stepping::FastForward => {
-                    let quiet = self
-                        .quiet_clocks(c)
-                        .max(self.held_idle_run(c + 1, u64::MAX));
+                    // The wake-up is the latest of the lower bounds, capped by the next
+                    // commit: a bound that is 0 in this state (the ones of a transaction
+                    // in progress without one, those of an idle bus with one) is not
+                    // computed, nor is the costly one once the others reach the commit.
+                    let cap = next.map_or(u64::MAX, |n| n.saturating_sub(c + 1));
+                    let busy = self.active.is_some();
+                    let quiet = if busy {
+                        self.quiet_clocks(c)
+                    } else {
+                        self.held_idle_run(c + 1, u64::MAX)
+                    };
                     if tracing {
                         quiet
                     } else if let Some(k) = self.retry_loop_output(c) {
@@ -722,10 +732,14 @@ impl PciBus {
                         let k = k.saturating_add(self.untraced_read_skew);
                         quiet.max(k.saturating_sub(c + 1))
                     } else {
-                        quiet
-                            .max(self.delayed_read_wait(c))
-                            .max(self.untraced_idle_wait(c))
-                            .max(self.untraced_tenure_wait(c))
+                        let quiet = quiet.max(self.delayed_read_wait(c));
+                        if quiet >= cap {
+                            quiet
+                        } else if busy {
+                            quiet.max(self.untraced_tenure_wait(c))
+                        } else {
+                            quiet.max(self.untraced_idle_wait(c))
+                        }
                     }
                 }
             };

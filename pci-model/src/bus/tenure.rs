@@ -277,6 +277,7 @@ impl PciBus {
     }
 
     /// FRAME# and the target's response in clock `c` of the transaction in progress.
+    #[inline]
     pub(super) fn tenure_clock(&mut self, c: u64, gnt_prev: Option<usize>) -> TenureClock {
         let Some(mut t) = self.active.take() else {
             return TenureClock {
@@ -552,6 +553,7 @@ impl PciBus {
 
     /// Clocks after `c` that are certainly plain data phases of the transaction in
     /// progress (no output, no phase change): fast-forward may skip over them.
+    #[inline]
     pub(super) fn quiet_clocks(&self, c: u64) -> u64 {
         let Some(t) = self.active.as_ref() else {
             return 0;
