@@ -276,3 +276,16 @@ fn fast_forward_saves_most_events_on_long_bursts() {
         slow.events
     );
 }
+
+/// A scenario where an input landed on an idle bus whose turnaround had been stepped
+/// ahead at the previous wake-up: the untraced fast mode once counted one idle clock
+/// more than per-clock stepping.
+#[test]
+fn an_input_after_a_stepped_ahead_turnaround_counts_the_same_clocks() {
+    let seed = 9_037_343_152_712_629_995;
+    let slow = scenario(seed, Stepping::PerClock, true);
+    let untraced = scenario(seed, Stepping::FastForward, false);
+    assert_eq!(slow.stats, untraced.stats);
+    assert_eq!(slow.received, untraced.received);
+    assert_eq!(slow.log, untraced.log);
+}

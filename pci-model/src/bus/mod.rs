@@ -608,13 +608,18 @@ impl PciBus {
                 // Untraced, that bound takes every input so far into account, so it
                 // replaces the wake-up queued before, also when it is later, unless
                 // that one is at this edge (still to come: it steps clock `now` on
-                // time, which can have an output of this very input).
+                // time, which can have an output of this very input). When clock `now`
+                // was stepped already (a fixed turnaround) and the input leaves the bus
+                // nothing to do, no wake-up is needed: per-clock stepping steps clock
+                // `now` in the turnaround's own wake-up at this edge and stops there.
                 let stepped = self.clk_next.checked_sub(1);
                 match (stepped, self.params.stepping, ctx.tracing()) {
                     (Some(last), Stepping::FastForward, false) => {
-                        let next = self
-                            .next_tick(last, false)
-                            .map_or(now + 1, |k| k.max(now + 1));
+                        let next = match self.next_tick(last, false) {
+                            Some(k) => k.max(now + 1),
+                            None if last >= now && self.tick.is_none() => return,
+                            None => now + 1,
+                        };
                         if self.tick == Some(now) {
                             self.ensure_tick(next, ctx);
                         } else {
