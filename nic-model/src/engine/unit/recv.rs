@@ -4,6 +4,7 @@
 //! descriptor it consumes). The steps are the engine's `rx`, `rxdata`, `recvdesc`,
 //! `rxdrain` and `rxerror` files.
 
+use super::pieces::SegPieces;
 use crate::att::Piece;
 use crate::engine::fifo::{FifoSpace, Mover, MoverState};
 use crate::engine::ids::{RxId, SendId};
@@ -95,7 +96,7 @@ pub(crate) struct RecvDesc {
     pub pieces: Vec<Piece>,
     pub bytes: Vec<u8>,
     pub repr: Option<DescriptorRepr>,
-    pub seg_pieces: Vec<Vec<Piece>>,
+    pub seg_pieces: Vec<SegPieces>,
     pub translating: usize,
     pub status: Status,
     pub ready: bool,
