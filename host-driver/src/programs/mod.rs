@@ -163,13 +163,16 @@ pub fn pattern_into(v: &mut Vec<u8>, i: u32, dir: Direction, len: u32) {
             .wrapping_mul(131)
             .wrapping_add(base)
     });
+    // Written once, not zeroed first and then overwritten.
+    let len = usize::try_from(len).unwrap_or(0);
     v.clear();
-    v.resize(usize::try_from(len).unwrap_or(0), 0);
-    for (block, chunk) in v.chunks_mut(row.len()).enumerate() {
+    v.reserve(len);
+    let mut block = 0usize;
+    while v.len() < len {
         let hi = block.to_le_bytes()[0];
-        for (b, r) in chunk.iter_mut().zip(&row) {
-            *b = r ^ hi;
-        }
+        let n = (len - v.len()).min(row.len());
+        v.extend(row.iter().take(n).map(|r| r ^ hi));
+        block += 1;
     }
     if let Some(last) = v.last_mut() {
         *last = flag(i);

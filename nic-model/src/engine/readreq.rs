@@ -24,6 +24,7 @@
 
 use super::io::{span, Io};
 use super::unit::outstanding::AttFor;
+use super::unit::pieces::SegPieces;
 use super::unit::recv::RxState;
 use super::unit::send::{SendCtx, SendStage, SendStart};
 use super::unit::vi::ViState;
@@ -144,7 +145,7 @@ impl Engine {
             }],
             ..DescriptorRepr::default()
         });
-        s.seg_pieces = vec![pieces];
+        s.seg_pieces = vec![SegPieces::new(pieces)];
         s.set_stage(
             SendStage::Sending {
                 cut: false,

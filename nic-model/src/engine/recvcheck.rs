@@ -19,6 +19,7 @@ use super::io::{span, Io};
 use super::unit::completion::{JobKind, StatusJob};
 use super::unit::doorbell::{DoorbellState, RecvCheck};
 use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::unit::pieces::SegPieces;
 use super::unit::recv::RecvDesc;
 use super::unit::send::{DESC_HEAD, STATUS_OFFSET};
 use super::unit::vi::PostedRecv;
@@ -158,7 +159,7 @@ impl Engine {
             .map(|(i, s)| (i, s.local_va, s.local_handle, s.length))
             .collect();
         c.translating = segs.len();
-        c.seg_pieces = vec![Vec::new(); repr.data.len()];
+        c.seg_pieces = vec![SegPieces::default(); repr.data.len()];
         c.repr = Some(repr);
         let (msg, vi) = (c.entry.msg, c.entry.vi);
         if segs.is_empty() {
@@ -198,7 +199,7 @@ impl Engine {
         match result {
             Ok(p) => {
                 if let Some(slot) = c.seg_pieces.get_mut(seg) {
-                    *slot = p;
+                    *slot = SegPieces::new(p);
                 }
             }
             Err(e) => c.status |= e.status(AccessKind::LocalWrite),

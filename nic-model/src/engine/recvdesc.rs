@@ -13,6 +13,7 @@
 use super::ids::RxId;
 use super::io::{span, Io};
 use super::unit::outstanding::{pages_for, AttFor, DmaFor};
+use super::unit::pieces::SegPieces;
 use super::unit::send::DESC_HEAD;
 use super::{Engine, EngineWake};
 use crate::att::{AccessKind, Piece, TranslateError};
@@ -199,7 +200,7 @@ impl Engine {
             .collect();
         let room = repr.data_length_sum();
         if !d.translated {
-            d.seg_pieces = vec![Vec::new(); repr.data.len()];
+            d.seg_pieces = vec![SegPieces::default(); repr.data.len()];
         }
         d.repr = Some(repr);
         if op == WireOp::RdmaWrite {
@@ -254,7 +255,7 @@ impl Engine {
         match result {
             Ok(p) => {
                 if let Some(slot) = d.seg_pieces.get_mut(seg) {
-                    *slot = p;
+                    *slot = SegPieces::new(p);
                 }
             }
             Err(e) => d.status |= e.status(AccessKind::LocalWrite),

@@ -36,6 +36,7 @@
 
 use super::io::{span, Io};
 use super::unit::outstanding::{pages_for, AttFor};
+use super::unit::pieces::SegPieces;
 use super::unit::recv::{Chunk, RecvDesc, RxMessage, RxStage, RxState};
 use super::unit::retx::{arrival, Arrival};
 use super::unit::send::DESC_HEAD;
@@ -434,7 +435,7 @@ impl Engine {
 /// most `chunk` bytes that never cross a segment.
 pub(crate) fn scatter_plan(
     segs: &[DataSegmentRepr],
-    pieces: &[Vec<Piece>],
+    pieces: &[SegPieces],
     h: &WireHeaderRepr,
     chunk: u64,
 ) -> VecDeque<Chunk> {
@@ -448,7 +449,7 @@ pub(crate) fn scatter_plan(
             let n = chunk.min(end - o).min(seg_end - o);
             let pages = pieces
                 .get(i)
-                .and_then(|p| pages_for(p, o - seg_start, n))
+                .and_then(|p| p.pages(o - seg_start, n))
                 .unwrap_or_default();
             plan.push_back(Chunk {
                 off: o - u64::from(h.frag_offset),

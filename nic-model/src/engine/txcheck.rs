@@ -9,6 +9,7 @@
 use super::ids::SendId;
 use super::io::{span, Io};
 use super::unit::outstanding::AttFor;
+use super::unit::pieces::SegPieces;
 use super::unit::send::{FrontStep, SendStage};
 use super::Engine;
 use crate::att::{AccessKind, Piece, TranslateError};
@@ -62,7 +63,7 @@ impl Engine {
             .filter(|(_, d)| d.length > 0)
             .map(|(i, d)| (i, d.local_va, d.local_handle, d.length))
             .collect();
-        s.seg_pieces = vec![Vec::new(); desc.data.len()];
+        s.seg_pieces = vec![SegPieces::default(); desc.data.len()];
         s.desc = Some(desc);
         if s.status.is_error() {
             self.send_ready(id, io, ram);
@@ -106,7 +107,7 @@ impl Engine {
         match result {
             Ok(p) => {
                 if let Some(slot) = s.seg_pieces.get_mut(seg) {
-                    *slot = p;
+                    *slot = SegPieces::new(p);
                 }
             }
             Err(e) => s.status |= e.status(local_access(s.op == Op::RdmaRead)),

@@ -8,7 +8,7 @@ use super::fifo::{cycles_until, Run, TX_MOVER_PRIORITY};
 use super::frame::{HEADERS_LEN, OP_OFFSET};
 use super::ids::MoverGen;
 use super::io::{span, span_to, Io};
-use super::unit::outstanding::{pages_for, DmaFor};
+use super::unit::outstanding::DmaFor;
 use super::unit::send::{SlotKind, TxRun};
 use super::{Engine, EngineWake};
 use gige_mac::{BufferRam, MacMsg};
@@ -60,7 +60,7 @@ impl Engine {
             return false;
         }
         self.stats.send_fifo_max = self.stats.send_fifo_max.max(self.send.tx.fifo.used);
-        let pages = found.and_then(|(i, off, _)| pages_for(s.seg_pieces.get(i)?, off, want));
+        let pages = found.and_then(|(i, off, _)| s.seg_pieces.get(i)?.pages(off, want));
         let offset = HEADERS_LEN as u64 + (f.next - f.start);
         if let Some(t) = self.send.tx.fetch.as_mut() {
             t.next += want;

@@ -4,6 +4,7 @@
 //! with that link once a read of the tail found it already written: [`Tail`]).
 //! The dispatch rules are in the engine's `doorbell` step file.
 
+use super::pieces::SegPieces;
 use crate::att::Piece;
 use sim_kernel::{Fsm, MsgId, StateName, Time};
 use std::collections::{BTreeMap, VecDeque};
@@ -68,7 +69,7 @@ pub(crate) struct RecvCheck {
     /// The descriptor, once decoded.
     pub repr: Option<via_abi::DescriptorRepr>,
     /// Each data segment's translation (by segment index).
-    pub seg_pieces: Vec<Vec<Piece>>,
+    pub seg_pieces: Vec<SegPieces>,
 }
 
 impl RecvCheck {

@@ -6,6 +6,7 @@
 pub(crate) mod completion;
 pub(crate) mod doorbell;
 pub(crate) mod outstanding;
+pub(crate) mod pieces;
 pub(crate) mod recv;
 pub(crate) mod regs;
 pub(crate) mod retx;

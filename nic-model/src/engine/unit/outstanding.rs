@@ -148,10 +148,23 @@ impl Outstanding {
 /// `[off, off + len)` of a translated range whose pieces are `pieces` (in VA order,
 /// split at page boundaries). `None` if the bytes are not all inside the pieces.
 pub(crate) fn pages_for(pieces: &[Piece], off: u64, len: u64) -> Option<Vec<u64>> {
+    pages_from(pieces, 0, 0, off, len)
+}
+
+/// [`pages_for`] with the scan started at piece `first`, which begins `at` bytes into
+/// the range: the same answer when `at` is the length of `pieces[..first]` and no piece
+/// before `first` ends after `off` (those pieces add nothing to the list).
+pub(crate) fn pages_from(
+    pieces: &[Piece],
+    first: usize,
+    mut at: u64,
+    off: u64,
+    len: u64,
+) -> Option<Vec<u64>> {
     let end = off.checked_add(len)?;
-    let mut pages = Vec::new();
-    let mut at = 0u64;
-    for p in pieces {
+    // A chunk spans a page or two: room for four at once, as the first push would make.
+    let mut pages = Vec::with_capacity(4);
+    for p in pieces.get(first..).unwrap_or_default() {
         let p_end = at.checked_add(u64::from(p.len))?;
         if pages.is_empty() {
             if off < p_end {

@@ -4,6 +4,7 @@
 //! descriptor it consumes). The steps are the engine's `rx`, `rxdata`, `recvdesc`,
 //! `rxdrain` and `rxerror` files.
 
+use super::pieces::SegPieces;
 use crate::att::Piece;
 use crate::engine::fifo::{FifoSpace, Mover, MoverState};
 use crate::engine::ids::{RxId, SendId};
@@ -95,7 +96,7 @@ pub(crate) struct RecvDesc {
     pub pieces: Vec<Piece>,
     pub bytes: Vec<u8>,
     pub repr: Option<DescriptorRepr>,
-    pub seg_pieces: Vec<Vec<Piece>>,
+    pub seg_pieces: Vec<SegPieces>,
     pub translating: usize,
     pub status: Status,
     pub ready: bool,
@@ -240,13 +241,19 @@ pub(crate) struct RxRun {
 
 impl RxRun {
     /// Appends the bytes of words `[from, to)` (4 bytes each, clipped to the run) read
-    /// from `ram`; a failed read marks the run failed and appends nothing.
+    /// from `ram`; a failed read marks the run failed and appends nothing (nor does any
+    /// read once one failed). The bytes land in the run's buffer directly.
     pub fn read_words(&mut self, ram: &gige_mac::BufferRam, from: u64, to: u64) {
+        if self.read_failed {
+            return;
+        }
         let (a, b) = ((from * 4).min(self.len), (to * 4).min(self.len));
-        match ram.read_vec(self.src + a, b - a) {
-            Ok(bytes) if !self.read_failed => self.data.extend_from_slice(&bytes),
-            Ok(_) => {}
-            Err(_) => self.read_failed = true,
+        let old = self.data.len();
+        self.data
+            .resize(old + usize::try_from(b - a).unwrap_or(0), 0);
+        if ram.read(self.src + a, &mut self.data[old..]).is_err() {
+            self.data.truncate(old);
+            self.read_failed = true;
         }
     }
 }

@@ -4,6 +4,7 @@
 //! The steps that move a send through its phases are the engine's `tx`, `txcheck`,
 //! `txdata`, `txmove` and `complete` files.
 
+use super::pieces::SegPieces;
 use crate::att::Piece;
 use crate::engine::fifo::{FifoSpace, Mover, MoverState};
 use crate::engine::ids::SendId;
@@ -124,7 +125,7 @@ pub(crate) struct SendCtx {
     pub desc_bytes: Vec<u8>,
     pub desc: Option<DescriptorRepr>,
     /// Translation of each data segment (empty for an empty segment).
-    pub seg_pieces: Vec<Vec<Piece>>,
+    pub seg_pieces: Vec<SegPieces>,
     pub translating: usize,
     /// Error bits so far (and `DESCRIPTOR_FLUSHED`).
     pub status: Status,

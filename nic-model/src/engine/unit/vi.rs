@@ -193,6 +193,10 @@ pub(crate) struct PendingConnect {
 #[derive(Clone, Debug)]
 pub(crate) struct ViTable {
     vis: Vec<Option<Vi>>,
+    /// The numbers of the VIs that exist, ascending: what [`ViTable::iter`] visits (a
+    /// table of `max_vis` slots holds a few VIs, and the TX path asks on most events
+    /// whether one of them has a go-back under way).
+    live: Vec<u16>,
     /// Connect requests kept until a `ConnectWait` matches (at most
     /// `max_pending_connects`).
     pub pending: VecDeque<PendingConnect>,
@@ -203,6 +207,7 @@ impl ViTable {
     pub fn new(max: u16) -> Self {
         Self {
             vis: vec![None; usize::from(max)],
+            live: Vec::new(),
             pending: VecDeque::new(),
         }
     }
@@ -221,12 +226,20 @@ impl ViTable {
     pub fn put(&mut self, n: u16, vi: Option<Vi>) {
         if let Some(slot) = self.vis.get_mut(usize::from(n)) {
             *slot = vi;
+            let exists = slot.is_some();
+            match self.live.binary_search(&n) {
+                Ok(i) if !exists => {
+                    self.live.remove(i);
+                }
+                Err(i) if exists => self.live.insert(i, n),
+                _ => {}
+            }
         }
     }
 
     /// The VIs that exist, by number.
     pub fn iter(&self) -> impl Iterator<Item = &Vi> {
-        self.vis.iter().flatten()
+        self.live.iter().filter_map(|&n| self.get(n))
     }
 
     /// `VI_STATE` of VI number `sel`.
@@ -278,6 +291,33 @@ mod tests {
 
     fn vi(n: u16, rel: Reliability) -> Vi {
         Vi::new(n, ProtectionTag(5), rel, false)
+    }
+
+    /// `iter` visits the VIs that exist, by number, whatever the order of creation,
+    /// replacement and destruction (a number out of range changes nothing).
+    #[test]
+    fn iter_visits_the_existing_vis_in_number_order() {
+        let mut t = ViTable::new(6);
+        let nums = |t: &ViTable| t.iter().map(|v| v.num).collect::<Vec<_>>();
+        for n in [4, 1, 5, 0] {
+            t.put(n, Some(vi(n, Reliability::Unreliable)));
+        }
+        t.put(9, Some(vi(9, Reliability::Unreliable)));
+        assert_eq!(nums(&t), [0, 1, 4, 5]);
+        t.put(1, Some(vi(1, Reliability::ReliableDelivery)));
+        t.put(4, None);
+        t.put(2, None);
+        assert_eq!(nums(&t), [0, 1, 5]);
+        assert_eq!(
+            t.iter().nth(1).map(|v| v.reliability),
+            Some(Reliability::ReliableDelivery)
+        );
+        for n in [0, 1, 5] {
+            t.put(n, None);
+        }
+        assert_eq!(nums(&t), Vec::<u16>::new());
+        t.put(3, Some(vi(3, Reliability::Unreliable)));
+        assert_eq!(nums(&t), [3]);
     }
 
     /// A table of 4 with VI 1 connected to `PEER` VI 3.
