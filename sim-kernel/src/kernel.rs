@@ -12,11 +12,7 @@
 //! - a component runs only when a message (or the wake-up it asked for) arrives: there is
 //!   no global tick;
 //! - events at one instant run in (priority, insertion) order, so a run is a pure
-//!   function of its inputs;
-//! - a relay ([`Ctx::relay`]) is a queue entry that sends a message on a component's
-//!   behalf when it comes up, without delivering anything: it stands where the
-//!   component's own wake-up would have stood, so its message keeps that wake-up's
-//!   place in the order.
+//!   function of its inputs.
 //!
 //! ```text
 //!  World::deliver(to, msg, ctx) --ctx.send(peer, m)--> queue (time, prio, seq) --pop--+
@@ -60,9 +56,6 @@ pub struct RunStats {
     pub simulated: Time,
     /// Wall-clock time spent in the run loop.
     pub wall: std::time::Duration,
-    /// Relays carried out (see [`Ctx::relay`]): queue entries that sent a message on a
-    /// component's behalf without delivering anything, not counted in `events`.
-    pub relays: u64,
 }
 
 impl RunStats {
@@ -129,23 +122,7 @@ pub struct Kernel<M> {
     stop: bool,
     /// The key of the event being delivered (see [`Ctx::event_key`]).
     current: EventKey,
-    /// Queued relays' destinations, by the index their queue entry carries (see
-    /// [`Ctx::relay`]); `None`: a free index.
-    relays: Vec<Option<RelaySpec>>,
-    /// Free indices of `relays`.
-    relay_free: Vec<u32>,
 }
-
-/// Where a queued relay sends its message when it comes up.
-#[derive(Clone, Copy, Debug)]
-struct RelaySpec {
-    to: ComponentId,
-    at: Time,
-}
-
-/// The bit that marks a queue entry's target as a relay's index (a system has far
-/// fewer than 2^31 components: `add_component` refuses more).
-const RELAY_BIT: u32 = 1 << 31;
 
 impl<M> Kernel<M> {
     /// An empty kernel at time zero; `trace` says whether the trace sink records.
@@ -161,8 +138,6 @@ impl<M> Kernel<M> {
             stats: RunStats::default(),
             stop: false,
             current: EventKey::default(),
-            relays: Vec::new(),
-            relay_free: Vec::new(),
         }
     }
 
@@ -212,12 +187,8 @@ impl<M> Kernel<M> {
             usize::from(domain.0) < self.domains.len(),
             "unknown clock domain"
         );
-        let id = ComponentId(
-            u32::try_from(self.components.len())
-                .ok()
-                .filter(|&i| i < RELAY_BIT)
-                .expect("at most 2^31 components"),
-        );
+        let id =
+            ComponentId(u32::try_from(self.components.len()).expect("at most 2^32 components"));
         self.components.push(ComponentInfo {
             name: name.into(),
             domain,
@@ -286,12 +257,6 @@ impl<M> Kernel<M> {
         self.queue.len()
     }
 
-    /// Whether the event (or relay) of `token` is still queued.
-    #[must_use]
-    pub fn is_queued(&self, token: EventToken) -> bool {
-        self.queue.is_queued(token)
-    }
-
     /// The time of the earliest queued event, if any.
     #[must_use]
     pub fn next_event_time(&self) -> Option<Time> {
@@ -302,31 +267,7 @@ impl<M> Kernel<M> {
     /// event). A run loop uses it to tell a stalled system (only idle loops left) from
     /// one that still has work.
     pub fn pending_targets(&self) -> impl Iterator<Item = ComponentId> + '_ {
-        self.queue.items().map(|(to, _)| self.relay_target(*to))
-    }
-
-    /// `to` itself, or for a relay's entry the component its message goes to.
-    fn relay_target(&self, to: ComponentId) -> ComponentId {
-        if to.0 & RELAY_BIT == 0 {
-            return to;
-        }
-        self.relays
-            .get((to.0 & !RELAY_BIT) as usize)
-            .and_then(|r| r.map(|r| r.to))
-            .unwrap_or(to)
-    }
-
-    /// A relay came up (its entry's key is the current one): its message is queued for
-    /// its component as a `send_at` made now would queue it.
-    fn carry_relay(&mut self, id: ComponentId, msg: M) {
-        let i = id.0 & !RELAY_BIT;
-        let Some(spec) = self.relays.get_mut(i as usize).and_then(Option::take) else {
-            debug_assert!(false, "a relay entry without its spec");
-            return;
-        };
-        self.relay_free.push(i);
-        self.stats.relays += 1;
-        self.push_to(spec.to, spec.at, Cycles(1), Priority::NORMAL, msg);
+        self.queue.items().map(|(to, _)| *to)
     }
 
     /// Injects a message from outside the system (a testbench), delivered on the first
@@ -364,10 +305,6 @@ impl<M> Kernel<M> {
                 sequence: entry.sequence(),
             };
             let (to, msg) = entry.item;
-            if to.0 & RELAY_BIT != 0 {
-                self.carry_relay(to, msg);
-                continue;
-            }
             self.stats.events += 1;
             budget -= 1;
             let mut ctx = Ctx {
@@ -561,60 +498,7 @@ impl<M> Ctx<'_, M> {
     /// queued.
     #[inline]
     pub fn cancel(&mut self, token: EventToken) -> bool {
-        let Some((to, _)) = self.kernel.queue.cancel_take(token) else {
-            return false;
-        };
-        if to.0 & RELAY_BIT != 0 {
-            let i = to.0 & !RELAY_BIT;
-            if let Some(r) = self.kernel.relays.get_mut(i as usize) {
-                *r = None;
-                self.kernel.relay_free.push(i);
-            }
-        }
-        true
-    }
-
-    /// Queues a **relay**: at `when` (an instant not before now) with tie-break `prio`,
-    /// the kernel itself sends `msg` to `to` as [`Ctx::send_at`]`(to, at, msg)` made then
-    /// would (its first edge at or after `at`, at least one of its cycles after `when`),
-    /// without delivering anything to any component. A component that knows now what
-    /// one of its own future events would send uses it instead of that event: the relay
-    /// stands in the queue where that event would have stood (queued now, as the
-    /// component would have queued its wake-up now), so the message is queued at the
-    /// same place in the order of events as the event's own send. Not counted as an
-    /// event ([`RunStats::relays`]); cancelled by its token like an event.
-    ///
-    /// # Panics
-    /// With 2^31 relays queued at once (far beyond any run's memory).
-    pub fn relay(
-        &mut self,
-        when: Time,
-        prio: Priority,
-        to: ComponentId,
-        at: Time,
-        msg: M,
-    ) -> EventToken {
-        let k = &mut *self.kernel;
-        let when = when.max(k.now);
-        let spec = Some(RelaySpec { to, at });
-        let i = match k.relay_free.pop() {
-            Some(i) => {
-                if let Some(r) = k.relays.get_mut(i as usize) {
-                    *r = spec;
-                }
-                i
-            }
-            None => {
-                let i = u32::try_from(k.relays.len())
-                    .ok()
-                    .filter(|&i| i < RELAY_BIT)
-                    .expect("fewer than 2^31 relays queued");
-                k.relays.push(spec);
-                i
-            }
-        };
-        k.queue
-            .push_token(when, prio, (ComponentId(RELAY_BIT | i), msg))
+        self.kernel.queue.cancel(token)
     }
 
     /// The trace sink.

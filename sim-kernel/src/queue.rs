@@ -250,27 +250,16 @@ impl<T> EventQueue<T> {
     /// Cancels the event of `token` if it is still queued (its payload is dropped; it
     /// will never pop). Returns whether it was.
     pub fn cancel(&mut self, token: EventToken) -> bool {
-        self.cancel_take(token).is_some()
-    }
-
-    /// Whether the event of `token` is still queued (not popped, not cancelled).
-    #[must_use]
-    pub fn is_queued(&self, token: EventToken) -> bool {
-        self.slab
-            .get(token.slot as usize)
-            .is_some_and(|c| c.seq == token.seq && c.item.is_some())
-    }
-
-    /// [`EventQueue::cancel`], giving the cancelled event's payload back.
-    pub fn cancel_take(&mut self, token: EventToken) -> Option<T> {
-        let cell = self.slab.get_mut(token.slot as usize)?;
-        if cell.seq != token.seq {
-            return None;
+        let Some(cell) = self.slab.get_mut(token.slot as usize) else {
+            return false;
+        };
+        if cell.seq != token.seq || cell.item.is_none() {
+            return false;
         }
-        let item = cell.item.take()?;
+        cell.item = None;
         self.cancelled += 1;
         self.purge();
-        Some(item)
+        true
     }
 
     /// Drops cancelled entries from the top of the heap, freeing their slots, so the

@@ -71,9 +71,8 @@ fn main() {
     let mut v: Vec<_> = w.counts.iter().collect();
     v.sort_by(|x, y| y.1.cmp(x.1));
     println!(
-        "{total} events, {frames} data frames, {:.0} per frame; {} relays (not events)",
-        total as f64 / frames as f64,
-        sys.kernel.stats().relays
+        "{total} events, {frames} data frames, {:.0} per frame",
+        total as f64 / frames as f64
     );
     let rows = std::env::args()
         .nth(3)

@@ -369,25 +369,12 @@ impl PciBus {
     /// Sends `msg` to `to` on its first edge at or after `at` (an output of the clock
     /// being stepped, which must be the current one).
     pub(super) fn emit<M: From<PciMsg>>(
-        &mut self,
+        &self,
         ctx: &mut Ctx<'_, M>,
         to: ComponentId,
         at: Time,
         msg: PciMsg,
     ) {
-        // A plan's copy of the bus collects its outputs; the bus itself sends none of
-        // the clocks its relays already carry (`relay.rs`).
-        if let Some(out) = self.capture.as_mut() {
-            out.push((to, at, msg));
-            return;
-        }
-        if self
-            .relayed
-            .as_ref()
-            .is_some_and(|r| self.clk_next <= r.clock)
-        {
-            return;
-        }
         debug_assert!(
             self.clk_next >= self.now_clk,
             "output of clock {} emitted late at clock {}",

@@ -46,7 +46,6 @@ mod fold;
 pub mod fsm;
 mod inputs;
 mod lookahead;
-mod relay;
 mod retry;
 pub mod tenure;
 pub(crate) mod words;
@@ -248,14 +247,6 @@ pub struct PciBus {
     /// Test hook: clocks a lazily committed write becomes visible late (see
     /// [`PciBus::set_lazy_commit_skew_clocks`]); 0 in every real run.
     lazy_commit_skew: u64,
-    /// Transaction ends may be relayed (`relay.rs`).
-    relay_ends: bool,
-    /// A plan's copy of the bus: its outputs, collected instead of sent.
-    capture: Option<Vec<relay::Captured>>,
-    /// The relays of a transaction end, while they are pending or not caught up.
-    relayed: Option<relay::Relayed>,
-    /// Test hook: clocks a relay is queued late (`set_relay_skew_clocks`).
-    relay_skew: u64,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
     log_window: Option<LogWindow>,
@@ -302,10 +293,6 @@ impl PciBus {
             untraced_read_skew: 0,
             lazy_commits: false,
             lazy_commit_skew: 0,
-            relay_ends: false,
-            capture: None,
-            relayed: None,
-            relay_skew: 0,
             stats: BusStats::default(),
             log: None,
             log_window: None,
@@ -599,7 +586,6 @@ impl PciBus {
                 }
                 self.tick = None;
                 self.tick_token = None;
-                self.relays_before(now, None, ctx);
                 self.run_to(now, ctx, &mut mem);
                 let mut last = now;
                 if self.turnaround_is_fixed(now, ctx.tracing()) {
@@ -607,21 +593,14 @@ impl PciBus {
                     self.clk_next = now + 2;
                     last = now + 1;
                 }
-                self.relays_done();
                 if let Some(next) = self.next_tick(last, ctx.tracing()) {
-                    match self.plan_relays(next, ctx) {
-                        Some(Some(after)) => self.ensure_tick(after, ctx),
-                        Some(None) => {}
-                        None => self.ensure_tick(next, ctx),
-                    }
+                    self.ensure_tick(next, ctx);
                 }
             }
             other => {
-                self.relays_before(now, Some(&other), ctx);
                 if now > 0 {
                     self.run_to(now - 1, ctx, &mut mem);
                 }
-                self.relays_done();
                 self.accept(other, now, ctx);
                 // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
                 // or (fast, untraced) where the first clock it can change has an output
@@ -644,11 +623,7 @@ impl PciBus {
                         if self.tick == Some(now) {
                             self.ensure_tick(next, ctx);
                         } else {
-                            match self.plan_relays(next, ctx) {
-                                Some(Some(after)) => self.set_tick(after, ctx),
-                                Some(None) => self.cancel_tick(ctx),
-                                None => self.set_tick(next, ctx),
-                            }
+                            self.set_tick(next, ctx);
                         }
                     }
                     _ => self.ensure_tick(now + 1, ctx),
@@ -785,15 +760,6 @@ impl PciBus {
             return;
         }
         self.set_tick(k, ctx);
-    }
-
-    /// Cancels the bus's queued wake-up, if any.
-    fn cancel_tick<M: From<PciMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
-        if let Some(old) = self.tick_token.take() {
-            ctx.cancel(old);
-        }
-        self.tick = None;
-        self.generation += 1;
     }
 
     /// Makes clock `k` (> now) the bus's next wake-up, cancelling the one queued before.

@@ -123,7 +123,6 @@ pub fn of_dma(bus: &str, report: &pci_model::DmaBenchReport, simulated_ps: u64) 
         events: report.events,
         simulated: sim_kernel::Time(simulated_ps),
         wall: std::time::Duration::ZERO,
-        relays: 0,
     };
     collect::kernel(&mut out, "sim", &k);
     out

@@ -250,9 +250,6 @@ impl System {
             local
                 .set_ram_backed(ram_target, gec_params.ram_backing(&layout))
                 .map_err(model("card.local_target"))?;
-            // Transaction ends whose outputs are fixed are relayed, not woken for
-            // (untraced fast stepping, `pci-model/src/bus/relay.rs`).
-            local.set_relay_ends(true);
             local
                 .add_device_target(
                     gec_params.mac_regs_base,

@@ -98,24 +98,6 @@ impl System {
     /// stalls (see the module doc). Events after the last program returned, up to the
     /// end of the slice, are run too (they are part of the reported statistics).
     pub fn run_programs(&mut self) -> RunEnd {
-        let end = self.run_slices();
-        self.settle_buses();
-        end
-    }
-
-    /// Lets every bus take the state its relays stand for (`PciBus::settle`), so its
-    /// counters are those of the clocks run.
-    pub fn settle_buses(&mut self) {
-        let kernel = &self.kernel;
-        for (_, part) in self.world.iter_mut() {
-            if let Comp::LocalBus(_, b) | Comp::SystemBus(_, b) = part {
-                b.settle(|t| kernel.is_queued(t));
-            }
-        }
-    }
-
-    /// [`System::run_programs`] without the buses' settling.
-    fn run_slices(&mut self) -> RunEnd {
         // The work done at the end of the last slice in which the system was quiet.
         let mut quiet_at: Option<u64> = None;
         loop {
