@@ -14,7 +14,7 @@
 //! With lazy commits (`PciBus::set_lazy_commits`, fast untraced stepping) a DMA write
 //! the host bridge posted waits here with the instant it becomes visible, so that its
 //! bus needs no wake-up for it: the bus applies it when it steps that clock
-//! ([`HostMemory::settle_through`]), and any other reader first applies what is due
+//! (`HostMemory::settle_through`), and any other reader first applies what is due
 //! before its event ([`HostMemory::settle_before`]; the host CPU does, at each event).
 //! A poll must not park on a line such a write will change ([`HostMemory::pending_into`]);
 //! one into a range watched when it is posted keeps its bus wake-up.
