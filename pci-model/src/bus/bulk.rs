@@ -24,7 +24,7 @@
 //! this path; the PCI lockstep tests and the system's lockstep harness compare the two.
 
 use super::words::{words, words_within};
-use super::{PciBus, TargetKind};
+use super::{MasterPort, PciBus, Queued, TargetKind};
 use crate::params::Stepping;
 
 impl PciBus {
@@ -155,33 +155,36 @@ impl PciBus {
         next
     }
 
-    /// Clocks after `c` in which no output can happen because the only queued work is
-    /// one master's read of host memory that waits for its delayed-read data (see the
-    /// module doc); 0 in any other state. The bus must then be woken at the clock the
-    /// data is in the bridge at the latest.
-    pub(super) fn delayed_read_wait(&self, c: u64) -> u64 {
+    /// The only queued work, when it is one master's read of host memory through the
+    /// bridge: the master, its port, its request and the bridge's target index (what
+    /// the delayed-read bounds, here and in `retry.rs`, start from).
+    pub(super) fn sole_bridge_read(&self) -> Option<(usize, &MasterPort, &Queued, usize)> {
         let mut queued = self
             .masters
             .iter()
             .enumerate()
             .filter(|(_, p)| !p.queue.is_empty());
         let (Some((m, port)), None) = (queued.next(), queued.next()) else {
-            return 0;
+            return None;
         };
-        let Some(head) = port.queue.front() else {
+        let head = port.queue.front()?;
+        if !head.req.command.is_read() {
+            return None;
+        }
+        let ti = self.decode(head.req.addr + head.done, m)?;
+        matches!(self.targets.get(ti)?.kind, TargetKind::HostBridge).then_some((m, port, head, ti))
+    }
+
+    /// Clocks after `c` in which no output can happen because the only queued work is
+    /// one master's read of host memory that waits for its delayed-read data (see the
+    /// module doc); 0 in any other state. The bus must then be woken at the clock the
+    /// data is in the bridge at the latest.
+    pub(super) fn delayed_read_wait(&self, c: u64) -> u64 {
+        let Some((_, _, head, _)) = self.sole_bridge_read() else {
             return 0;
         };
         let command = head.req.command;
-        if !command.is_read() {
-            return 0;
-        }
         let addr = head.req.addr + head.done;
-        let Some(ti) = self.decode(addr, m) else {
-            return 0;
-        };
-        if !matches!(self.targets[ti].kind, TargetKind::HostBridge) {
-            return 0;
-        }
         if self
             .active
             .as_ref()

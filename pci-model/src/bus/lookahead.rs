@@ -18,7 +18,7 @@ use super::{BusPhase, DeviceReply, PciBus, TargetKind};
 use crate::params::Stepping;
 
 /// Masters the arbitration look-ahead handles (more: the bound falls back to REQ#).
-const LOOKAHEAD_MASTERS: usize = 16;
+pub(super) const LOOKAHEAD_MASTERS: usize = 16;
 /// Clocks after the last queued request's first REQ# clock the look-ahead steps at
 /// most: the arbiter grants a requesting master within two idle clocks (one without
 /// GNT# when it moves, §3.4.1), and it starts in the clock after.

@@ -17,9 +17,10 @@
 //! catches an output stepped late (the test hook
 //! [`PciBus::set_untraced_read_skew_clocks`] shows that a bound one clock late is caught).
 
+use super::lookahead::LOOKAHEAD_MASTERS;
 use super::tenure::INITIAL_LATENCY_LIMIT;
 use super::words::{words, words_within};
-use super::{BusPhase, PciBus, TargetKind};
+use super::{BusPhase, PciBus};
 use crate::bridge::ReadClaim;
 use crate::msg::Command;
 use crate::params::{ParkPolicy, ReadMode};
@@ -27,8 +28,6 @@ use sim_kernel::Time;
 
 /// Clocks the look-ahead steps at most (past them the older bounds wake the bus).
 const HORIZON: u64 = 4096;
-/// Masters the look-ahead handles (as the arbitration look-ahead).
-const MASTERS: usize = 16;
 
 /// The shadow of the bus in one clock of the retry loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,28 +74,13 @@ impl PciBus {
     /// `None` in any other state, where that attempt does not move a word a clock,
     /// or past the look-ahead's horizon.
     pub(super) fn retry_loop_output(&self, c: u64) -> Option<u64> {
-        let mut queued = self
-            .masters
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| !p.queue.is_empty());
-        let (Some((m, port)), None) = (queued.next(), queued.next()) else {
-            return None;
-        };
-        if self.masters.len() > MASTERS {
+        let (m, port, head, ti) = self.sole_bridge_read()?;
+        if self.masters.len() > LOOKAHEAD_MASTERS {
             return None;
         }
-        let head = port.queue.front()?;
         let command = head.req.command;
-        if !command.is_read() {
-            return None;
-        }
         let addr = head.req.addr + head.done;
         let end = head.req.addr + head.total;
-        let ti = self.decode(addr, m)?;
-        if !matches!(self.targets.get(ti)?.kind, TargetKind::HostBridge) {
-            return None;
-        }
         let bridge = self.bridge.as_ref()?;
         if bridge.target_aborts(addr) {
             return None;
@@ -144,7 +128,7 @@ impl PciBus {
                 }
             }
         };
-        let mut lines = [false; MASTERS];
+        let mut lines = [false; LOOKAHEAD_MASTERS];
         let lines = &mut lines[..self.masters.len()];
         let mut arb = self.arb.clone();
         let mut hold = port.hold_until;
