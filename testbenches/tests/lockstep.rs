@@ -277,6 +277,14 @@ fn a_fast_path_off_by_one_clock_is_caught() {
     assert!(d.is_some(), "a poll woken one clock late went unnoticed");
 }
 
+/// Whether an RDMA-write ping-pong of `size` bytes with `skew` is caught: the comparison
+/// finds a disagreement, or (in a debug build) the assertion that an output is never
+/// emitted late fires.
+fn caught(cfg: &SystemConfig, size: u32, skew: Skew) -> bool {
+    let outcome = std::panic::catch_unwind(|| disagreement(cfg, Op::RdmaWrite, size, skew));
+    !matches!(outcome, Ok(None))
+}
+
 /// A bus whose untraced look-ahead wakes it one clock late for the end of a device
 /// transaction (the DP83820's reads and writes of the buffer RAM, the CPU's of the
 /// card's registers) is caught: in a debug build by the assertion that an output is
@@ -288,9 +296,8 @@ fn a_bus_look_ahead_off_by_one_clock_is_caught() {
         bus: 1,
         ..Skew::default()
     };
-    let outcome = std::panic::catch_unwind(|| disagreement(&cfg, Op::RdmaWrite, 1460, skew));
     assert!(
-        !matches!(outcome, Ok(None)),
+        caught(&cfg, 1460, skew),
         "a bus woken one clock late went unnoticed"
     );
 }
@@ -322,9 +329,8 @@ fn a_retry_loop_look_ahead_off_by_one_clock_is_caught() {
         read: 1,
         ..Skew::default()
     };
-    let outcome = std::panic::catch_unwind(|| disagreement(&cfg, Op::RdmaWrite, 1460, skew));
     assert!(
-        !matches!(outcome, Ok(None)),
+        caught(&cfg, 1460, skew),
         "a bus woken one clock late for a delayed read went unnoticed"
     );
 }
@@ -339,9 +345,8 @@ fn a_lazy_commit_one_clock_late_is_caught() {
         commit: 1,
         ..Skew::default()
     };
-    let outcome = std::panic::catch_unwind(|| disagreement(&cfg, Op::RdmaWrite, 1460, skew));
     assert!(
-        !matches!(outcome, Ok(None)),
+        caught(&cfg, 1460, skew),
         "a DMA write committed one clock late went unnoticed"
     );
 }
