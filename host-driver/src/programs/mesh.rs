@@ -529,14 +529,9 @@ async fn post(
     let slot = u64::from(i % slots);
     let at = o.src.0 + slot * size;
     vipl.set_trace_msg(MsgId(u64::from(mesh_index(o.peer, i))));
-    fill(
-        vipl,
-        at,
-        &pattern(i, direction(rank, o.peer), s.size),
-        touch,
-    )
-    .await
-    .call("store")?;
+    fill(vipl, at, pattern(i, direction(rank, o.peer), s.size), touch)
+        .await
+        .call("store")?;
     let desc = rdma_write_descriptor(
         vec![data_segment(at, o.src.1, s.size)],
         o.target.0 + slot * size,

@@ -200,23 +200,8 @@ impl Scratch {
     ) -> VipResult<()> {
         let mut out = std::mem::take(&mut self.out);
         pattern_into(&mut out, i, dir, len);
-        if out.is_empty() {
-            self.out = out;
-            return Ok(());
-        }
-        if touch {
-            let r = vipl.write_mem(va, &out).await;
-            self.out = out;
-            return r;
-        }
-        let Some(last) = out.pop() else {
-            return Ok(());
-        };
-        let mut out = vipl.poke_owned(va, out).await?;
-        let at = va + out.len() as u64;
-        out.push(last);
-        self.out = out;
-        vipl.write_mem(at, &[last]).await
+        self.out = fill(vipl, va, out, touch).await?;
+        Ok(())
     }
 
     /// [`verify`] of the buffer at `va` against `pattern(i, dir, len)`.
@@ -246,15 +231,25 @@ impl Scratch {
 
 /// Fills the send buffer at `va` with `data`: costed stores if `touch`, else
 /// instrumentation for all but the last byte and a costed store of the flag byte.
-pub(crate) async fn fill(vipl: &Vipl, va: u64, data: &[u8], touch: bool) -> VipResult<()> {
-    let Some((last, body)) = data.split_last() else {
-        return Ok(());
-    };
-    if touch {
-        return vipl.write_mem(va, data).await;
+/// `data` comes back unchanged, for the caller to reuse.
+pub(crate) async fn fill(
+    vipl: &Vipl,
+    va: u64,
+    mut data: Vec<u8>,
+    touch: bool,
+) -> VipResult<Vec<u8>> {
+    if touch && !data.is_empty() {
+        vipl.write_mem(va, &data).await?;
+        return Ok(data);
     }
-    vipl.poke(va, body).await?;
-    vipl.write_mem(va + body.len() as u64, &[*last]).await
+    let Some(last) = data.pop() else {
+        return Ok(data);
+    };
+    let mut data = vipl.poke_owned(va, data).await?;
+    let at = va + data.len() as u64;
+    data.push(last);
+    vipl.write_mem(at, &[last]).await?;
+    Ok(data)
 }
 
 /// Compares the buffer at `va` with `expected` (costed loads if `touch`, else

@@ -106,7 +106,7 @@ async fn post_message(
     let slot = u64::from(i % s.window);
     let (src, src_mh) = ep.src;
     let at = src + slot * size;
-    fill(vipl, at, &pattern(i, dir, s.size), touch)
+    fill(vipl, at, pattern(i, dir, s.size), touch)
         .await
         .call("store")?;
     let desc = rdma_write_descriptor(
