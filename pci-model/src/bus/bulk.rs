@@ -27,6 +27,10 @@ use super::words::{words, words_within};
 use super::{MasterPort, PciBus, Queued, TargetKind};
 use crate::params::Stepping;
 
+/// The only queued work when it is one master's read of host memory through the bridge:
+/// the master, its port, its request and the bridge's target index.
+pub(super) type SoleRead<'a> = (usize, &'a MasterPort, &'a Queued, usize);
+
 impl PciBus {
     /// How many clocks from `c` on (at most `max`) are plain data phases of the
     /// transaction in progress, given the state after clock `c - 1`; 0 when stepping is
@@ -158,7 +162,9 @@ impl PciBus {
     /// The only queued work, when it is one master's read of host memory through the
     /// bridge: the master, its port, its request and the bridge's target index (what
     /// the delayed-read bounds, here and in `retry.rs`, start from).
-    pub(super) fn sole_bridge_read(&self) -> Option<(usize, &MasterPort, &Queued, usize)> {
+    pub(super) fn sole_bridge_read(&self) -> Option<SoleRead<'_>> {
+        // The bridge's target is attached with the bridge: none on a bus without one.
+        self.bridge.as_ref()?;
         let mut queued = self
             .masters
             .iter()
@@ -179,8 +185,9 @@ impl PciBus {
     /// one master's read of host memory that waits for its delayed-read data (see the
     /// module doc); 0 in any other state. The bus must then be woken at the clock the
     /// data is in the bridge at the latest.
-    pub(super) fn delayed_read_wait(&self, c: u64) -> u64 {
-        let Some((_, _, head, _)) = self.sole_bridge_read() else {
+    /// `sole` is [`PciBus::sole_bridge_read`] in this state.
+    pub(super) fn delayed_read_wait(&self, c: u64, sole: Option<SoleRead<'_>>) -> u64 {
+        let Some((_, _, head, _)) = sole else {
             return 0;
         };
         let command = head.req.command;

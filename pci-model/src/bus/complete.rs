@@ -306,6 +306,7 @@ impl PciBus {
         let Some(q) = self.masters.get_mut(m).and_then(|p| p.queue.pop_front()) else {
             return;
         };
+        self.queued -= 1;
         self.stats.requests += 1;
         if let Some(s) = self.stats.per_master.get_mut(m) {
             s.requests += 1;

@@ -89,11 +89,19 @@ impl PciBus {
                 }
             }
         }
-        // REQ# lines in a buffer the bus keeps: no allocation per clock.
-        let busy = self.active.as_ref().map_or(usize::MAX, |t| t.master);
-        fill_req_lines(&self.masters, busy, c, &mut self.reqs_buf);
+        // With no request queued, or only the one in progress, every REQ# line is off
+        // (a master requests for a queued request other than the one it is moving):
+        // the lines, the arbiter's look at them and the grant-wait counters need no loop.
+        let lines_off = self.queued == 0 || (self.queued == 1 && self.active.is_some());
         let gnt_prev = self.arb.gnt();
-        let gnt_req = gnt_prev.is_some_and(|g| self.reqs_buf.get(g).copied().unwrap_or(false));
+        let gnt_req = if lines_off {
+            false
+        } else {
+            // REQ# lines in a buffer the bus keeps: no allocation per clock.
+            let busy = self.active.as_ref().map_or(usize::MAX, |t| t.master);
+            fill_req_lines(&self.masters, busy, c, &mut self.reqs_buf);
+            gnt_prev.is_some_and(|g| self.reqs_buf.get(g).copied().unwrap_or(false))
+        };
         let input = self.clock_input(c, gnt_req, gnt_prev);
         let from = self.phase.state();
         let owner = self.active.as_ref().map(|t| t.master);
@@ -206,14 +214,19 @@ impl PciBus {
             self.now_clk
         );
         self.phase.set(to, ctx);
-        let reqs = &self.reqs_buf;
-        self.arb.step(reqs, started, to == P::Idle);
         self.stats.cycles += 1;
         if to == P::Idle {
             self.stats.idle_cycles += 1;
         } else {
             self.stats.busy_cycles += 1;
         }
+        if lines_off {
+            // No line on: nobody starts (a start needs its REQ# line) or waits.
+            self.arb.step_no_requests(to == P::Idle);
+            return;
+        }
+        let reqs = &self.reqs_buf;
+        self.arb.step(reqs, started, to == P::Idle);
         for (m, &r) in reqs.iter().enumerate() {
             if r && started != Some(m) && owner != Some(m) {
                 if let Some(s) = self.stats.per_master.get_mut(m) {

@@ -122,6 +122,7 @@ impl PciBus {
         c: u64,
     ) {
         if let Some(port) = self.masters.get_mut(m) {
+            self.queued += 1;
             port.queue.push_back(Queued {
                 req,
                 total,

@@ -224,6 +224,8 @@ pub struct PciBus {
     next_read_tag: u64,
     /// Scratch for the REQ# lines of the clock being stepped (reused every clock).
     reqs_buf: Vec<bool>,
+    /// Requests queued at all masters together (the one in progress included).
+    queued: usize,
     /// Test hook: clocks added to the untraced wake-up bound of a device transaction
     /// (see [`PciBus::set_untraced_skew_clocks`]); 0 in every real run.
     untraced_skew: u64,
@@ -283,6 +285,7 @@ impl PciBus {
             write_retry: Vec::new(),
             next_read_tag: 1,
             reqs_buf: Vec::new(),
+            queued: 0,
             untraced_skew: 0,
             ram_targets: Vec::new(),
             fold_on: false,
@@ -729,15 +732,21 @@ impl PciBus {
                     } else {
                         self.held_idle_run(c + 1, u64::MAX)
                     };
+                    // Both delayed-read bounds start from the same sole read.
+                    let sole = if tracing {
+                        None
+                    } else {
+                        self.sole_bridge_read()
+                    };
                     if tracing {
                         quiet
-                    } else if let Some(k) = self.retry_loop_output(c) {
+                    } else if let Some(k) = self.retry_loop_output(c, sole) {
                         // A delayed read's retry loop stepped ahead (`retry.rs`): no
                         // other bound is later.
                         let k = k.saturating_add(self.untraced_read_skew);
                         quiet.max(k.saturating_sub(c + 1))
                     } else {
-                        let quiet = quiet.max(self.delayed_read_wait(c));
+                        let quiet = quiet.max(self.delayed_read_wait(c, sole));
                         if quiet >= cap {
                             quiet
                         } else if busy {

@@ -17,6 +17,7 @@
 //! catches an output stepped late (the test hook
 //! [`PciBus::set_untraced_read_skew_clocks`] shows that a bound one clock late is caught).
 
+use super::bulk::SoleRead;
 use super::lookahead::LOOKAHEAD_MASTERS;
 use super::tenure::INITIAL_LATENCY_LIMIT;
 use super::words::{words, words_within};
@@ -73,8 +74,9 @@ impl PciBus {
     /// this state (each is at most the end of the first attempt that can move data).
     /// `None` in any other state, where that attempt does not move a word a clock,
     /// or past the look-ahead's horizon.
-    pub(super) fn retry_loop_output(&self, c: u64) -> Option<u64> {
-        let (m, port, head, ti) = self.sole_bridge_read()?;
+    /// `sole` is [`PciBus::sole_bridge_read`] in this state.
+    pub(super) fn retry_loop_output(&self, c: u64, sole: Option<SoleRead<'_>>) -> Option<u64> {
+        let (m, port, head, ti) = sole?;
         if self.masters.len() > LOOKAHEAD_MASTERS {
             return None;
         }
