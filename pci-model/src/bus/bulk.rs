@@ -253,11 +253,7 @@ impl PciBus {
                 let devsel = b.params().devsel.clocks();
                 let end = q.req.addr + q.total;
                 let w = self.params.width.bytes();
-                let others_queued = self
-                    .masters
-                    .iter()
-                    .enumerate()
-                    .any(|(i, p)| i != m && !p.queue.is_empty());
+                let others_queued = self.others_queued(m);
                 let limit = if q.req.command.is_read() {
                     b.fetch_limit(addr, q.req.command)
                 } else if others_queued {
@@ -278,11 +274,7 @@ impl PciBus {
             Some(TargetKind::Device { profile, .. }) if !q.req.command.is_read() => ti
                 .and_then(|ti| {
                     let w = self.width_for(m, ti);
-                    let others = self
-                        .masters
-                        .iter()
-                        .enumerate()
-                        .any(|(i, p)| i != m && !p.queue.is_empty());
+                    let others = self.others_queued(m);
                     let lt = self.masters.get(m).map(|p| p.lt).filter(|_| others);
                     self.device_write_output(ti, (addr, q.req.addr + q.total, w), 0, lt)
                 })

@@ -92,6 +92,11 @@ impl PciBus {
         // With no request queued, or only the one in progress, every REQ# line is off
         // (a master requests for a queued request other than the one it is moving):
         // the lines, the arbiter's look at them and the grant-wait counters need no loop.
+        debug_assert_eq!(
+            self.queued,
+            self.masters.iter().map(|p| p.queue.len()).sum::<usize>(),
+            "the count of queued requests"
+        );
         let lines_off = self.queued == 0 || (self.queued == 1 && self.active.is_some());
         let gnt_prev = self.arb.gnt();
         let gnt_req = if lines_off {

@@ -37,7 +37,7 @@ impl PciBus {
             && self.clk_next == c + 1
             && self.active.is_none()
             && self.phase.state() != BusPhase::Idle
-            && self.masters.iter().all(|m| m.queue.is_empty())
+            && self.queued == 0
             && self.next_commit_clock().is_none_or(|k| k > c + 1)
     }
 
@@ -152,12 +152,7 @@ impl PciBus {
     /// not granted, or another master has a request queued (a request landing later is
     /// an input, and the bound is computed again).
     pub(super) fn others_want(&self, t: &Tenure) -> bool {
-        self.arb.gnt() != Some(t.master)
-            || self
-                .masters
-                .iter()
-                .enumerate()
-                .any(|(i, p)| i != t.master && !p.queue.is_empty())
+        self.arb.gnt() != Some(t.master) || self.others_queued(t.master)
     }
 
     /// For a transaction `t` to device target `ti` that has moved no word yet, with

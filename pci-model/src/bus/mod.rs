@@ -684,8 +684,15 @@ impl PciBus {
     fn idle_quiescent(&self) -> bool {
         self.active.is_none()
             && self.phase.state() == BusPhase::Idle
-            && self.masters.iter().all(|m| m.queue.is_empty())
+            && self.queued == 0
             && self.arb.stable_when_idle()
+    }
+
+    /// Whether a master other than `m` has a request queued.
+    #[inline]
+    pub(super) fn others_queued(&self, m: usize) -> bool {
+        let own = self.masters.get(m).map_or(0, |p| p.queue.len());
+        self.queued > own
     }
 
     fn next_commit_clock(&self) -> Option<u64> {
