@@ -5,7 +5,8 @@
 //! park policy, with its requests queued ahead or landing during the loop; and a DMA
 //! master's bursts. Same messages at the same instants, statistics (the bridge's delayed
 //! reads, read Retries and partial prefetches among them), transaction log and memory;
-//! a bound one clock late is caught; a burst costs the bus one wake-up.
+//! a bound one clock late is caught, and so are Retry attempts applied as a whole
+//! (`bus/retry_run.rs`) one clock too long; a burst costs the bus one wake-up.
 
 mod common;
 
@@ -32,9 +33,17 @@ struct Outcome {
 const BASE: u64 = 0x4_0000;
 const SPAN: u64 = 0x3000;
 
+/// Deliberate errors for the tests that show they are caught: in the look-ahead's wake-up
+/// (clocks late), and in each Retry attempt applied as a whole (clocks longer).
+#[derive(Clone, Copy, Debug, Default)]
+struct Skew {
+    bound: u64,
+    run: u64,
+}
+
 /// One master's writes and reads of host memory, drawn from `seed`; `skew`: the test
-/// hook's error in the look-ahead.
-fn scenario(seed: u64, stepping: Stepping, trace: bool, skew: u64) -> Outcome {
+/// hooks' errors.
+fn scenario(seed: u64, stepping: Stepping, trace: bool, skew: Skew) -> Outcome {
     let mut r = SplitMix64::new(seed);
     let wide = r.below(2) == 1;
     let bus = BusParams {
@@ -60,7 +69,8 @@ fn scenario(seed: u64, stepping: Stepping, trace: bool, skew: u64) -> Outcome {
     let m =
         s.w.bus_mut(bus_id)
             .map(|b| {
-                b.set_untraced_read_skew_clocks(skew);
+                b.set_untraced_read_skew_clocks(skew.bound);
+                b.set_retry_run_skew_clocks(skew.run);
                 b.add_master(MasterConfig {
                     name: "master".into(),
                     component: id,
@@ -117,8 +127,8 @@ fn scenario(seed: u64, stepping: Stepping, trace: bool, skew: u64) -> Outcome {
 }
 
 /// The per-clock reference and the untraced fast run of `seed` agree.
-fn agree(seed: u64, skew: u64) -> Result<(), TestCaseError> {
-    let slow = scenario(seed, Stepping::PerClock, true, 0);
+fn agree(seed: u64, skew: Skew) -> Result<(), TestCaseError> {
+    let slow = scenario(seed, Stepping::PerClock, true, Skew::default());
     let fast = scenario(seed, Stepping::FastForward, false, skew);
     prop_assert!(slow.events >= fast.events);
     prop_assert_eq!(&slow.received, &fast.received);
@@ -134,7 +144,7 @@ proptest! {
 
     #[test]
     fn retry_loop_look_ahead_equals_per_clock(seed in any::<u64>()) {
-        agree(seed, 0)?;
+        agree(seed, Skew::default())?;
     }
 }
 
@@ -144,7 +154,7 @@ proptest! {
 fn scenarios_retry_reads_after_writes() {
     let mut total = BridgeStats::default();
     for seed in 0..64 {
-        let o = scenario(seed, Stepping::FastForward, false, 0);
+        let o = scenario(seed, Stepping::FastForward, false, Skew::default());
         total.delayed_reads += o.bridge.delayed_reads;
         total.read_retries += o.bridge.read_retries;
         total.posted_writes += o.bridge.posted_writes;
@@ -161,19 +171,49 @@ fn scenarios_retry_reads_after_writes() {
 /// release build by the comparison.
 #[test]
 fn a_retry_loop_bound_one_clock_late_is_caught() {
-    let caught: Vec<u64> = (0..64)
-        .filter(|&seed| {
-            let outcome = std::panic::catch_unwind(|| agree(seed, 1));
-            !matches!(outcome, Ok(Ok(())))
-        })
-        .collect();
+    let skew = Skew {
+        bound: 1,
+        ..Skew::default()
+    };
+    let caught = caught_seeds(skew);
     assert!(
         caught.len() > 8,
         "a bus woken one clock late went unnoticed: {caught:?}"
     );
-    for seed in caught {
-        assert!(agree(seed, 0).is_ok(), "seed {seed} fails without the skew");
+}
+
+/// Retry attempts applied as a whole (`bus/retry_run.rs`) that each hold the master's
+/// REQ# off one clock too long are caught: the untraced fast run applies them in the
+/// scenarios, and the comparison finds the later attempts.
+#[test]
+fn a_retry_attempt_applied_one_clock_long_is_caught() {
+    let skew = Skew {
+        run: 1,
+        ..Skew::default()
+    };
+    let caught = caught_seeds(skew);
+    assert!(
+        caught.len() > 8,
+        "Retry attempts applied one clock long went unnoticed: {caught:?}"
+    );
+}
+
+/// The seeds of 0..64 whose fast run with `skew` disagrees with the reference (or
+/// fires a debug assertion); each agrees without the skew.
+fn caught_seeds(skew: Skew) -> Vec<u64> {
+    let caught: Vec<u64> = (0..64)
+        .filter(|&seed| {
+            let outcome = std::panic::catch_unwind(|| agree(seed, skew));
+            !matches!(outcome, Ok(Ok(())))
+        })
+        .collect();
+    for &seed in &caught {
+        assert!(
+            agree(seed, Skew::default()).is_ok(),
+            "seed {seed} fails without the skew"
+        );
     }
+    caught
 }
 
 /// A DMA master's 512-byte bursts of host memory with the default preset's bridge

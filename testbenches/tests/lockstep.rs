@@ -127,6 +127,9 @@ struct Skew {
     read: u64,
     /// A lazily committed DMA write visible this many bus clocks late.
     commit: u64,
+    /// Each delayed-read Retry attempt applied as a whole (untraced) holding REQ# off
+    /// this many clocks too long.
+    retry_run: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -143,6 +146,7 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
             b.set_fold_skew_clocks(skew.fold);
             b.set_untraced_read_skew_clocks(skew.read);
             b.set_lazy_commit_skew_clocks(skew.commit);
+            b.set_retry_run_skew_clocks(skew.retry_run);
         }
     }
 }
@@ -348,6 +352,21 @@ fn a_lazy_commit_one_clock_late_is_caught() {
     assert!(
         caught(&cfg, 1460, skew),
         "a DMA write committed one clock late went unnoticed"
+    );
+}
+
+/// Delayed-read Retry attempts applied as a whole (untraced fast stepping, the card's
+/// DMA reads of host memory) that each hold REQ# off one clock too long are caught.
+#[test]
+fn a_retry_attempt_applied_one_clock_long_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        retry_run: 1,
+        ..Skew::default()
+    };
+    assert!(
+        caught(&cfg, 1460, skew),
+        "Retry attempts applied one clock long went unnoticed"
     );
 }
 

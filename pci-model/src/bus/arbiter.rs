@@ -84,6 +84,13 @@ impl Arbiter {
         }
     }
 
+    /// [`Arbiter::step`] in the clock master `m` starts a transaction with GNT#, when
+    /// no other master's REQ# line is on: only the record of who started changes.
+    pub(crate) fn record_start(&mut self, m: usize) {
+        self.used = true;
+        self.last = Some(m);
+    }
+
     /// [`Arbiter::step`] with every REQ# line off and no master starting: only a
     /// grant that is not parked goes, on an idle bus.
     pub(crate) fn step_no_requests(&mut self, bus_idle: bool) {

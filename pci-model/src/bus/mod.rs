@@ -47,6 +47,7 @@ pub mod fsm;
 mod inputs;
 mod lookahead;
 mod retry;
+mod retry_run;
 pub mod tenure;
 pub(crate) mod words;
 
@@ -226,6 +227,9 @@ pub struct PciBus {
     reqs_buf: Vec<bool>,
     /// Requests queued at all masters together (the one in progress included).
     queued: usize,
+    /// Test hook: clocks each Retry attempt applied as a whole holds REQ# off longer
+    /// (see [`PciBus::set_retry_run_skew_clocks`]); 0 in every real run.
+    retry_run_skew: u64,
     /// Test hook: clocks added to the untraced wake-up bound of a device transaction
     /// (see [`PciBus::set_untraced_skew_clocks`]); 0 in every real run.
     untraced_skew: u64,
@@ -286,6 +290,7 @@ impl PciBus {
             next_read_tag: 1,
             reqs_buf: Vec::new(),
             queued: 0,
+            retry_run_skew: 0,
             untraced_skew: 0,
             ram_targets: Vec::new(),
             fold_on: false,
@@ -671,6 +676,11 @@ impl PciBus {
                 if held > 0 {
                     self.advance_held_idle(held);
                     self.clk_next = c + held;
+                    continue;
+                }
+                let retried = self.retry_run(c, target, ctx.tracing());
+                if retried > 0 {
+                    self.clk_next = c + retried;
                     continue;
                 }
             }

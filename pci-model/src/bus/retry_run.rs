@@ -1,0 +1,194 @@
+//! Untraced fast-forward over whole Retry attempts of a delayed read: where the retry
+//! loop's look-ahead (`retry.rs`) predicts attempts that end in Retry, `run_to` applies
+//! each such attempt, with the idle clocks up to the next, as a whole instead of
+//! stepping its clocks one by one.
+//!
+//! It applies where the look-ahead's periodic loop does: the only queued work is one
+//! master's read of host memory through the bridge (delayed reads), GNT# is parked on
+//! that master, the bus is idle and the master's REQ# line is on, so it starts an
+//! attempt in this clock. The attempt's course is then fixed by the per-clock rules of
+//! `fsm.rs`, `tenure.rs` and `complete.rs`: its address phase, the clocks before
+//! DEVSEL#, the DEVSEL# clock in which the bridge latches the read (or finds it
+//! latched) and, its data not there yet, signals Retry, the clock after with FRAME#
+//! released (a read of more than one word), then the turnaround and the idle clocks of
+//! the master's REQ# hold-off (PCI 2.2 §3.4.1, and its recovery time) up to the next
+//! attempt's address phase. No REQ# line but the master's is ever on, so the arbiter
+//! keeps GNT# on it; no input lands inside `run_to`, and no posted write commits in the
+//! attempt's clocks (a commit moves the bridge's fetch start: the run stops before it).
+//!
+//! What the attempt does is applied as the clocks would: the counters (transactions,
+//! Retries, the bridge's delayed reads and read Retries, busy, idle and wait clocks),
+//! the request's counts and start, the master's hold-off, the arbiter's record of the
+//! master that started, the bridge's latch, the transaction log's record. With a trace
+//! or `Stepping::PerClock` every clock is stepped. The PCI lockstep tests and the
+//! system's lockstep harness compare both ways, and [`PciBus::set_retry_run_skew_clocks`]
+//! breaks it by a clock for the test that shows the harness catches it.
+
+use super::words::{words, words_within};
+use super::PciBus;
+use crate::bridge::ReadClaim;
+use crate::msg::Command;
+use crate::params::{ParkPolicy, ReadMode, Stepping};
+use crate::stats::{TenureEnd, TenureRecord};
+
+impl PciBus {
+    /// Test hook: each Retry attempt applied as a whole leaves the master's REQ#
+    /// deasserted `clocks` longer, a deliberately broken fast path that the lockstep
+    /// harness must catch. 0 (the default) in every real run.
+    pub fn set_retry_run_skew_clocks(&mut self, clocks: u64) {
+        self.retry_run_skew = clocks;
+    }
+
+    /// With clock `c` the next to step and `target` the last: applies every whole Retry
+    /// attempt of a delayed read from `c` on that ends, with its idle clocks, by
+    /// `target` (see the module doc). Returns the clocks applied (0: step clock `c`).
+    pub(super) fn retry_run(&mut self, c: u64, target: u64, tracing: bool) -> u64 {
+        if self.params.stepping != Stepping::FastForward
+            || tracing
+            || self.active.is_some()
+            || self.phase.state() != super::BusPhase::Idle
+            || self.params.park != ParkPolicy::LastMaster
+        {
+            return 0;
+        }
+        let Some((m, port, head, ti)) = self.sole_bridge_read() else {
+            return 0;
+        };
+        let Some(bridge) = self.bridge.as_ref() else {
+            return 0;
+        };
+        // The master starts in clock `c`: GNT# parked on it and its REQ# line on.
+        if self.arb.gnt() != Some(m)
+            || c < port.req_on_from(head)
+            || bridge.params().read_mode != ReadMode::Delayed
+        {
+            return 0;
+        }
+        let addr = head.req.addr + head.done;
+        let end = head.req.addr + head.total;
+        let command = head.req.command;
+        if bridge.target_aborts(addr) {
+            return 0;
+        }
+        let w = self.width_for(m, ti);
+        let all = words(addr, end, w);
+        let tag = head.req.tag;
+        let devsel = bridge.params().devsel.clocks();
+        let frame = u64::from(all > 1);
+        let recovery = port.recovery;
+        // The last clock of an attempt starting in `s`, and the first clock its master
+        // may start the next in (its REQ# hold-off, as `complete.rs` sets it).
+        let skew = self.retry_run_skew;
+        let next_of = |s: u64| {
+            let last = s + devsel + frame;
+            let mut hold = last + 2;
+            if recovery > 0 {
+                hold = hold.max(last + 1 + recovery);
+            }
+            hold.saturating_add(skew) + 1
+        };
+        let commit = self.next_commit_clock().unwrap_or(u64::MAX);
+        let mut s = c;
+        let mut attempts = 0u64;
+        loop {
+            let next = next_of(s);
+            // The whole attempt and its idle clocks by `target`, no commit among them.
+            if next - 1 > target || commit < next {
+                break;
+            }
+            let Some(bridge) = self.bridge.as_ref() else {
+                break;
+            };
+            let at = self.edge(s + devsel);
+            let (first_data, limit) = match bridge.read_claim(addr, command, at) {
+                ReadClaim::Latched(slot) => (slot.first_data, slot.limit),
+                ReadClaim::New { first_data, limit } => (first_data, limit),
+                ReadClaim::Full => break,
+            };
+            // It moves data (or the bridge can never supply the read): stepped.
+            if first_data <= at || words_within(addr, end, w, limit) == 0 {
+                break;
+            }
+            self.apply_retry_attempt(m, s, (addr, end, command, tag), (devsel, frame, w));
+            attempts += 1;
+            s = next;
+        }
+        if attempts == 0 {
+            return 0;
+        }
+        let n = s - c;
+        // The idle clocks after the last attempt's turnaround up to `s`.
+        tracing::trace!(target: "pci::bus", master = m, attempts, clocks = n, "retry attempts applied");
+        n
+    }
+
+    /// One Retry attempt of master `m`'s read starting in clock `s`, with its idle
+    /// clocks up to the next attempt (see the module doc).
+    fn apply_retry_attempt(
+        &mut self,
+        m: usize,
+        s: u64,
+        (addr, end, command, tag): (u64, u64, Command, u64),
+        (devsel, frame, w): (u64, u64, u64),
+    ) {
+        let t_s = self.edge(s);
+        let last = s + devsel + frame;
+        // Address phase: the arbiter records the start, the request its transaction.
+        self.arb.record_start(m);
+        if let Some(head) = self.masters.get_mut(m).and_then(|p| p.queue.front_mut()) {
+            head.transactions += 1;
+            head.start.get_or_insert(t_s);
+            head.retries += 1;
+        }
+        tracing::trace!(target: "pci::bus", master = m, cmd = command.name(), addr, bytes = end - addr, clock = s, "address phase");
+        // DEVSEL#: the bridge latches the read (or finds it latched) and Retries.
+        let at = self.edge(s + devsel);
+        if let Some(b) = self.bridge.as_mut() {
+            let _ = b.claim_read(addr, command, at);
+            b.stats.read_retries += 1;
+        }
+        // Hold-off after a target termination, and the master's recovery.
+        let mut hold = last + 2;
+        if let Some(p) = self.masters.get_mut(m) {
+            if p.recovery > 0 {
+                hold = hold.max(last + 1 + p.recovery);
+            }
+            p.hold_until = hold.saturating_add(self.retry_run_skew);
+        }
+        tracing::trace!(target: "pci::bus", master = m, addr, bytes = 0u64, last, end = TenureEnd::Retry.name(), "transaction end");
+        if self.log.is_some() && self.log_keeps(tag) {
+            if let Some(log) = self.log.as_mut() {
+                log.push(TenureRecord {
+                    master: u16::try_from(m).unwrap_or(u16::MAX),
+                    tag,
+                    command,
+                    addr,
+                    bytes: 0,
+                    data_phases: 0,
+                    address_clock: s,
+                    first_data_clock: None,
+                    last_data_clock: None,
+                    last_clock: last,
+                    end: TenureEnd::Retry,
+                    devsel_clock: Some(s + devsel),
+                    phase_bytes: w,
+                    data: Vec::new(),
+                });
+            }
+        }
+        let busy = last + 1 - s;
+        let next = self.masters.get(m).map_or(last + 2, |p| p.hold_until) + 1;
+        let idle = next - (last + 1);
+        self.stats.transactions += 1;
+        self.stats.retries += 1;
+        self.stats.cycles += busy + idle;
+        self.stats.busy_cycles += busy;
+        self.stats.idle_cycles += idle;
+        // The clocks before DEVSEL#, the STOP# clock and the one after it.
+        self.stats.wait_cycles += devsel + frame;
+        if let Some(st) = self.stats.per_master.get_mut(m) {
+            st.transactions += 1;
+            st.retries += 1;
+        }
+    }
+}
