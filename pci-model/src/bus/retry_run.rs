@@ -43,25 +43,26 @@ impl PciBus {
     /// attempt of a delayed read from `c` on that ends, with its idle clocks, by
     /// `target` (see the module doc). Returns the clocks applied (0: step clock `c`).
     pub(super) fn retry_run(&mut self, c: u64, target: u64, tracing: bool) -> u64 {
+        // The cheap refusals first: this is asked at every clock `run_to` would step
+        // with no transaction in progress, on every bus.
+        let Some(bridge) = self.bridge.as_ref() else {
+            return 0;
+        };
         if self.params.stepping != Stepping::FastForward
             || tracing
             || self.active.is_some()
-            || self.phase.state() != super::BusPhase::Idle
+            || self.queued == 0
             || self.params.park != ParkPolicy::LastMaster
+            || bridge.params().read_mode != ReadMode::Delayed
+            || self.phase.state() != super::BusPhase::Idle
         {
             return 0;
         }
         let Some((m, port, head, ti)) = self.sole_bridge_read() else {
             return 0;
         };
-        let Some(bridge) = self.bridge.as_ref() else {
-            return 0;
-        };
         // The master starts in clock `c`: GNT# parked on it and its REQ# line on.
-        if self.arb.gnt() != Some(m)
-            || c < port.req_on_from(head)
-            || bridge.params().read_mode != ReadMode::Delayed
-        {
+        if self.arb.gnt() != Some(m) || c < port.req_on_from(head) {
             return 0;
         }
         let addr = head.req.addr + head.done;
