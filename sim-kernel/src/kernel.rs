@@ -288,14 +288,12 @@ impl<M> Kernel<M> {
             if budget == 0 {
                 break RunOutcome::EventLimit;
             }
-            let Some(next) = self.queue.peek_time() else {
-                break RunOutcome::Idle;
-            };
-            if next > limit.until {
-                break RunOutcome::TimeLimit;
-            }
-            let Some(entry) = self.queue.pop() else {
-                break RunOutcome::Idle;
+            let Some(entry) = self.queue.pop_due(limit.until) else {
+                break if self.queue.is_empty() {
+                    RunOutcome::Idle
+                } else {
+                    RunOutcome::TimeLimit
+                };
             };
             debug_assert!(entry.time() >= self.now, "time went backwards");
             self.now = entry.time();
