@@ -9,13 +9,15 @@
 //! The queue orders only the key and a slot index (32 bytes an entry), in a short
 //! sorted array that holds up to 32 queued events (a run keeps a handful
 //! queued: popping is then taking its last entry) and a binary heap for the rest; the
-//! payloads wait in a slab of slots reused through a free list, so ordering moves small
-//! entries and no event allocates once the slab has grown to the run's peak.
+//! payloads wait with their targets in a slab of slots reused through a free list, so
+//! ordering moves small entries and no event allocates once the slab has grown to the
+//! run's peak; a push moves its payload once, into its slot, and a pop once, out of it.
 //!
 //! An event can be cancelled by the [`EventToken`] its push returned: its payload is
 //! dropped at once and its heap entry is skipped when it reaches the top (its slot is
 //! reused only then), so it is never delivered and the order of the others is unchanged.
 
+use crate::kernel::ComponentId;
 use crate::time::Time;
 use core::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -40,7 +42,9 @@ const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 #[derive(Debug)]
 pub struct Entry<T> {
     key: u128,
-    /// The payload (target and message, as the kernel defines it).
+    /// Its target.
+    pub to: ComponentId,
+    /// The payload (the message, as the kernel defines it).
     pub item: T,
 }
 
@@ -74,11 +78,13 @@ pub struct EventToken {
     seq: u64,
 }
 
-/// A slab slot: the sequence number of the event that holds it and its payload (`None`
-/// once popped or cancelled).
+/// A slab slot: the sequence number of the event that holds it, its target and its
+/// payload (`None` once popped or cancelled). The target is a field of its own, not a
+/// tuple with the payload, so that a push moves the payload once, straight into the slot.
 #[derive(Debug)]
 struct Slot<T> {
     seq: u64,
+    to: ComponentId,
     item: Option<T>,
 }
 
@@ -168,6 +174,27 @@ impl Keys {
         }
     }
 
+    /// Pops the entry with the smallest key if its time is at or before `until`; when
+    /// the heap is empty (nearly always), from the array alone.
+    #[inline]
+    #[allow(clippy::cast_possible_truncation)]
+    fn pop_due(&mut self, until: u64) -> Option<Keyed> {
+        if self.far.is_empty() {
+            let i = self.n.checked_sub(1)?;
+            let top = self.near[i];
+            if (top.key >> 64) as u64 > until {
+                return None;
+            }
+            self.n = i;
+            Some(top)
+        } else {
+            if (self.peek()?.key >> 64) as u64 > until {
+                return None;
+            }
+            self.pop()
+        }
+    }
+
     #[inline]
     fn pop(&mut self) -> Option<Keyed> {
         let near = self.n.checked_sub(1).map(|i| (i, self.near[i]));
@@ -221,40 +248,51 @@ impl<T> EventQueue<T> {
         self.next_seq & SEQ_MASK
     }
 
-    /// Queues `item` at `time` with `priority`; returns its sequence number.
+    /// Queues `item` for `to` at `time` with `priority`; returns its sequence number.
     ///
     /// # Panics
     /// With 2^32 events queued at once (far beyond any run's memory).
-    pub fn push(&mut self, time: Time, priority: Priority, item: T) -> u64 {
-        self.push_token(time, priority, item).seq
+    pub fn push(&mut self, time: Time, priority: Priority, to: ComponentId, item: T) -> u64 {
+        self.push_token(time, priority, to, item).seq
     }
 
-    /// Queues `item` at `time` with `priority`; returns the token that cancels it.
+    /// Queues `item` for `to` at `time` with `priority`; returns the token that cancels
+    /// it.
     ///
     /// # Panics
     /// With 2^32 events queued at once (far beyond any run's memory).
-    #[inline]
-    pub fn push_token(&mut self, time: Time, priority: Priority, item: T) -> EventToken {
+    #[inline(always)]
+    pub fn push_token(
+        &mut self,
+        time: Time,
+        priority: Priority,
+        to: ComponentId,
+        item: T,
+    ) -> EventToken {
         let seq = self.next_seq & SEQ_MASK;
         // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
         self.next_seq = self.next_seq.wrapping_add(1);
         let key =
             (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
         // A free slot's payload is `None` (taken or dropped): its fields are written in
-        // place, the payload moved once.
+        // place, the payload moved once (known to overwrite a `None`, nothing is dropped
+        // first, so nothing has to be kept aside).
         let slot = match self.free.pop() {
-            Some(s) => {
-                if let Some(c) = self.slab.get_mut(s as usize) {
+            Some(s) => match self.slab.get_mut(s as usize) {
+                Some(c) if c.item.is_none() => {
                     c.seq = seq;
+                    c.to = to;
                     c.item = Some(item);
+                    s
                 }
-                s
-            }
+                _ => unreachable!("a free slot is in the slab, its payload taken or dropped"),
+            },
             None => {
                 // More than 2^32 events queued at once is beyond any run's memory.
                 let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
                 self.slab.push(Slot {
                     seq,
+                    to,
                     item: Some(item),
                 });
                 s
@@ -303,27 +341,31 @@ impl<T> EventQueue<T> {
     /// queued otherwise): [`EventQueue::pop`] with the run loop's time limit, the top
     /// looked at once.
     #[inline]
-    #[allow(clippy::cast_possible_truncation)]
     pub fn pop_due(&mut self, until: Time) -> Option<Entry<T>> {
-        let top = self.heap.peek()?;
-        if (top.key >> 64) as u64 > until.0 {
-            return None;
-        }
-        self.pop()
+        let popped = self.heap.pop_due(until.0)?;
+        self.take(popped)
     }
 
     /// Removes and returns the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<Entry<T>> {
-        let Keyed { key, slot } = self.heap.pop()?;
-        let item = self.slab.get_mut(slot as usize).and_then(|c| c.item.take());
+        let popped = self.heap.pop()?;
+        self.take(popped)
+    }
+
+    /// The payload of a popped key, its slot freed.
+    #[inline]
+    fn take(&mut self, Keyed { key, slot }: Keyed) -> Option<Entry<T>> {
+        // Every heap entry's slot holds its payload until it is popped (the top is
+        // never a cancelled event: `purge`).
+        let c = self.slab.get_mut(slot as usize)?;
+        let to = c.to;
+        let item = c.item.take()?;
         self.free.push(slot);
         if self.cancelled > 0 {
             self.purge();
         }
-        // Every heap entry's slot holds its payload until it is popped (the top is
-        // never a cancelled event: `purge`).
-        item.map(|item| Entry { key, item })
+        Some(Entry { key, to, item })
     }
 
     /// The time of the earliest event, if any.
@@ -339,9 +381,12 @@ impl<T> EventQueue<T> {
         self.heap.len() - self.cancelled
     }
 
-    /// Every queued item, in no particular order (for inspection, e.g. stall detection).
-    pub fn items(&self) -> impl Iterator<Item = &T> {
-        self.slab.iter().filter_map(|c| c.item.as_ref())
+    /// Every queued item with its target, in no particular order (for inspection, e.g.
+    /// stall detection).
+    pub fn items(&self) -> impl Iterator<Item = (ComponentId, &T)> {
+        self.slab
+            .iter()
+            .filter_map(|c| c.item.as_ref().map(|item| (c.to, item)))
     }
 
     /// Whether no event is queued.
@@ -356,14 +401,17 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The target of the tests' events (the queue hands it back with each).
+    const TO: ComponentId = ComponentId(7);
+
     #[test]
     fn ties_pop_first_in_first_out() {
         let mut q = EventQueue::new();
         for i in 0..10 {
-            q.push(Time(5), Priority::NORMAL, i);
+            q.push(Time(5), Priority::NORMAL, TO, i);
         }
-        q.push(Time(5), Priority::EARLY, 100);
-        q.push(Time(4), Priority::LATE, 200);
+        q.push(Time(5), Priority::EARLY, TO, 100);
+        q.push(Time(4), Priority::LATE, TO, 200);
         let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|e| e.item)).collect();
         assert_eq!(order, vec![200, 100, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
@@ -371,9 +419,9 @@ mod tests {
     #[test]
     fn cancelled_events_never_pop_and_keep_the_order() {
         let mut q = EventQueue::new();
-        let a = q.push_token(Time(5), Priority::NORMAL, 1);
-        let b = q.push_token(Time(3), Priority::NORMAL, 2);
-        q.push(Time(5), Priority::NORMAL, 3);
+        let a = q.push_token(Time(5), Priority::NORMAL, TO, 1);
+        let b = q.push_token(Time(3), Priority::NORMAL, TO, 2);
+        q.push(Time(5), Priority::NORMAL, TO, 3);
         assert!(q.cancel(b));
         assert!(!q.cancel(b), "twice");
         assert_eq!(q.len(), 2);
@@ -383,7 +431,7 @@ mod tests {
         assert_eq!(first, Some(1));
         assert!(!q.cancel(a), "already popped");
         // The slot of a popped event is reused: the old token does not cancel the new.
-        let c = q.push_token(Time(9), Priority::NORMAL, 4);
+        let c = q.push_token(Time(9), Priority::NORMAL, TO, 4);
         assert!(!q.cancel(a));
         assert_eq!(q.pop().map(|e| e.item), Some(3));
         assert!(q.cancel(c));
@@ -403,7 +451,7 @@ mod tests {
             let mut reference = std::collections::BTreeSet::new();
             let mut now = 0u64;
             for (i, (dt, p, pops)) in ops.iter().enumerate() {
-                q.push(Time(now + dt), Priority(*p), i);
+                q.push(Time(now + dt), Priority(*p), TO, i);
                 reference.insert((now + dt, *p, i));
                 // The first 64 only push: past the sorted vector's 32 entries.
                 let n = if i < 64 { 0 } else { *pops % 3 };
@@ -436,7 +484,7 @@ mod tests {
             let mut reference = std::collections::BTreeMap::new();
             let mut tokens = Vec::new();
             for (i, (t, p, until, cancel)) in ops.iter().enumerate() {
-                let tok = q.push_token(Time(*t), Priority(*p), i);
+                let tok = q.push_token(Time(*t), Priority(*p), TO, i);
                 reference.insert((*t, *p, i), tok);
                 tokens.push(((*t, *p, i), tok));
                 if *cancel && i % 3 == 0 {
@@ -470,7 +518,7 @@ mod tests {
             let tokens: Vec<_> = events
                 .iter()
                 .enumerate()
-                .map(|(i, (t, p, _))| q.push_token(Time(*t), Priority(*p), i))
+                .map(|(i, (t, p, _))| q.push_token(Time(*t), Priority(*p), TO, i))
                 .collect();
             for (tok, (_, _, cancel)) in tokens.iter().zip(&events) {
                 if *cancel {
@@ -498,7 +546,7 @@ mod tests {
         fn pops_in_key_order(events in prop::collection::vec((0u64..50, 0u8..4), 0..300)) {
             let mut q = EventQueue::new();
             for (i, (t, p)) in events.iter().enumerate() {
-                q.push(Time(*t), Priority(*p), i);
+                q.push(Time(*t), Priority(*p), TO, i);
             }
             let mut expected: Vec<(u64, u8, usize)> =
                 events.iter().enumerate().map(|(i, (t, p))| (*t, *p, i)).collect();
