@@ -58,8 +58,18 @@ impl<S: StateName> Fsm<S> {
     fn change<T: TransitionSink + ?Sized>(&mut self, to: S, sink: &mut T) {
         let from = self.state;
         self.state = to;
-        tracing::trace!(target: "kernel::fsm", machine = self.machine, from = from.name(), to = to.name());
+        if tracing::level_enabled!(tracing::Level::TRACE) {
+            self.log(from, to);
+        }
         sink.record_transition(self.machine, from.name(), to.name());
+    }
+
+    /// The `tracing` event of a transition, out of line: the transition itself needs
+    /// none of its frame when the level is off (the macro checks the level again).
+    #[cold]
+    #[inline(never)]
+    fn log(&self, from: S, to: S) {
+        tracing::trace!(target: "kernel::fsm", machine = self.machine, from = from.name(), to = to.name());
     }
 }
 
