@@ -8,6 +8,7 @@
 
 use crate::time::{Cycles, Duration, Time};
 use core::fmt;
+use std::sync::Arc;
 
 /// Why a clock domain could not be built.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,9 +48,11 @@ impl fmt::Display for ClockError {
 impl std::error::Error for ClockError {}
 
 /// A clock domain: a name, a period and a phase (offset of edge 0), in picoseconds.
+/// The name is shared, so a clone (components take their domain's as they go) does not
+/// allocate.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ClockDomain {
-    name: String,
+    name: Arc<str>,
     period: Duration,
     phase: Duration,
 }
@@ -74,7 +77,7 @@ impl ClockDomain {
             });
         }
         Ok(Self {
-            name: name.into(),
+            name: Arc::from(name.into()),
             period,
             phase,
         })
