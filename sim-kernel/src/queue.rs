@@ -157,8 +157,15 @@ impl Keys {
             self.near[j] = e;
             self.n = n + 1;
         } else {
-            self.far.push(e);
+            self.push_far(e);
         }
+    }
+
+    /// A push past the array (out of line: a run rarely has that many queued).
+    #[cold]
+    #[inline(never)]
+    fn push_far(&mut self, e: Keyed) {
+        self.far.push(e);
     }
 
     /// The entry with the smallest key.
@@ -287,19 +294,27 @@ impl<T> EventQueue<T> {
                 }
                 _ => unreachable!("a free slot is in the slab, its payload taken or dropped"),
             },
-            None => {
-                // More than 2^32 events queued at once is beyond any run's memory.
-                let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
-                self.slab.push(Slot {
-                    seq,
-                    to,
-                    item: Some(item),
-                });
-                s
-            }
+            None => self.grow(seq, to, item),
         };
         self.heap.push(Keyed { key, slot });
         EventToken { slot, seq }
+    }
+
+    /// A new slot for an event when none is free (out of line: only while the slab grows
+    /// to the run's peak).
+    ///
+    /// # Panics
+    /// With 2^32 events queued at once (far beyond any run's memory).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, seq: u64, to: ComponentId, item: T) -> u32 {
+        let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
+        self.slab.push(Slot {
+            seq,
+            to,
+            item: Some(item),
+        });
+        s
     }
 
     /// Cancels the event of `token` if it is still queued (its payload is dropped; it
