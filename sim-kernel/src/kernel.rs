@@ -130,8 +130,9 @@ pub struct Kernel<M> {
     trace: TraceSink,
     stats: RunStats,
     stop: bool,
-    /// The key of the event being delivered (see [`Ctx::event_key`]).
-    current: EventKey,
+    /// The key of the event being delivered, packed as the queue orders it (see
+    /// [`Ctx::event_key`]; unpacked only when a component asks).
+    current: u128,
 }
 
 impl<M> Kernel<M> {
@@ -148,7 +149,7 @@ impl<M> Kernel<M> {
             trace: TraceSink::new(trace),
             stats: RunStats::default(),
             stop: false,
-            current: EventKey::default(),
+            current: 0,
         }
     }
 
@@ -310,13 +311,8 @@ impl<M> Kernel<M> {
             };
             debug_assert!(entry.time() >= self.now, "time went backwards");
             self.now = entry.time();
-            self.current = EventKey {
-                time: self.now,
-                priority: entry.priority(),
-                sequence: entry.sequence(),
-            };
+            self.current = entry.packed_key();
             let Entry { to, item: msg, .. } = entry;
-            self.stats.events += 1;
             budget -= 1;
             let mut ctx = Ctx {
                 kernel: self,
@@ -327,6 +323,8 @@ impl<M> Kernel<M> {
                 break RunOutcome::Stopped;
             }
         };
+        // Components cannot read the statistics during a run: counted once here.
+        self.stats.events += limit.max_events - budget;
         self.stats.simulated = self.now;
         self.stats.wall += wall.elapsed();
         outcome
@@ -397,7 +395,7 @@ impl<M> Ctx<'_, M> {
     #[inline]
     #[must_use]
     pub fn event_key(&self) -> EventKey {
-        self.kernel.current
+        crate::queue::unpack(self.kernel.current)
     }
 
     /// The sequence number of the next event queued: an event queued now at time `t`

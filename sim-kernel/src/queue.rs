@@ -18,6 +18,7 @@
 //! reused only then), so it is never delivered and the order of the others is unchanged.
 
 use crate::kernel::ComponentId;
+use crate::order::EventKey;
 use crate::time::Time;
 use core::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -49,6 +50,13 @@ pub struct Entry<T> {
 }
 
 impl<T> Entry<T> {
+    /// Its place in the order, packed as the queue orders it (see [`unpack`]).
+    #[inline]
+    #[must_use]
+    pub(crate) fn packed_key(&self) -> u128 {
+        self.key
+    }
+
     /// When the event fires.
     #[must_use]
     #[allow(clippy::cast_possible_truncation)]
@@ -68,6 +76,18 @@ impl<T> Entry<T> {
     #[allow(clippy::cast_possible_truncation)]
     pub fn sequence(&self) -> u64 {
         (self.key as u64) & SEQ_MASK
+    }
+}
+
+/// The [`EventKey`] of a packed key (of [`Entry::packed_key`]).
+#[inline]
+#[must_use]
+#[allow(clippy::cast_possible_truncation)]
+pub(crate) fn unpack(key: u128) -> EventKey {
+    EventKey {
+        time: Time((key >> 64) as u64),
+        priority: Priority((key >> SEQ_BITS) as u8),
+        sequence: (key as u64) & SEQ_MASK,
     }
 }
 
