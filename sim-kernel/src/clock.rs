@@ -8,6 +8,7 @@
 
 use crate::time::{Cycles, Duration, Time};
 use core::fmt;
+use std::sync::Arc;
 
 /// Why a clock domain could not be built.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,9 +48,11 @@ impl fmt::Display for ClockError {
 impl std::error::Error for ClockError {}
 
 /// A clock domain: a name, a period and a phase (offset of edge 0), in picoseconds.
+/// The name is shared, so a clone (components take their domain's as they go) does not
+/// allocate.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ClockDomain {
-    name: String,
+    name: Arc<str>,
     period: Duration,
     phase: Duration,
 }
@@ -74,7 +77,7 @@ impl ClockDomain {
             });
         }
         Ok(Self {
-            name: name.into(),
+            name: Arc::from(name.into()),
             period,
             phase,
         })
@@ -119,12 +122,7 @@ impl ClockDomain {
     /// The first edge at or after `t`.
     #[must_use]
     pub fn edge_at_or_after(&self, t: Time) -> Time {
-        if t.0 <= self.phase.0 {
-            return Time(self.phase.0);
-        }
-        let since = t.0 - self.phase.0;
-        let k = since.div_ceil(self.period.0);
-        Time(self.phase.0.saturating_add(k.saturating_mul(self.period.0)))
+        first_edge_at_or_after(self.period, self.phase, t)
     }
 
     /// The edge `n` cycles after the first edge at or after `t`: `edge_after(t, 0)` is
@@ -174,6 +172,20 @@ impl ClockDomain {
     pub fn cycles(&self, n: Cycles) -> Duration {
         self.period * n.0
     }
+}
+
+/// The first edge at or after `t` of the edges `phase + k * period` (`period` > 0): the
+/// arithmetic of [`ClockDomain::edge_at_or_after`], for the kernel's copy of each
+/// domain's period and phase.
+#[inline]
+#[must_use]
+pub(crate) fn first_edge_at_or_after(period: Duration, phase: Duration, t: Time) -> Time {
+    if t.0 <= phase.0 {
+        return Time(phase.0);
+    }
+    let since = t.0 - phase.0;
+    let k = since.div_ceil(period.0);
+    Time(phase.0.saturating_add(k.saturating_mul(period.0)))
 }
 
 /// Converts a frequency \[MHz\] to the nearest whole period \[ps\].

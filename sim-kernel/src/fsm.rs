@@ -58,7 +58,21 @@ impl<S: StateName> Fsm<S> {
     fn change<T: TransitionSink + ?Sized>(&mut self, to: S, sink: &mut T) {
         let from = self.state;
         self.state = to;
-        tracing::trace!(target: "kernel::fsm", machine = self.machine, from = from.name(), to = to.name());
+        let log = tracing::level_enabled!(tracing::Level::TRACE);
+        if log || sink.records_transitions() {
+            self.record(from, to, log, sink);
+        }
+    }
+
+    /// A transition's `tracing` event and its record in `sink`, out of line: the
+    /// transition itself needs none of their frame when neither is wanted (the macro
+    /// checks the level again).
+    #[cold]
+    #[inline(never)]
+    fn record<T: TransitionSink + ?Sized>(&self, from: S, to: S, log: bool, sink: &mut T) {
+        if log {
+            tracing::trace!(target: "kernel::fsm", machine = self.machine, from = from.name(), to = to.name());
+        }
         sink.record_transition(self.machine, from.name(), to.name());
     }
 }
@@ -67,9 +81,21 @@ impl<S: StateName> Fsm<S> {
 pub trait TransitionSink {
     /// State machine `machine` of the running component went from `from` to `to` now.
     fn record_transition(&mut self, machine: &'static str, from: &'static str, to: &'static str);
+
+    /// Whether [`TransitionSink::record_transition`] would keep anything now (`false`
+    /// lets a transition skip the call; a sink that always keeps its records need not
+    /// say).
+    fn records_transitions(&self) -> bool {
+        true
+    }
 }
 
 impl<M> TransitionSink for Ctx<'_, M> {
+    #[inline]
+    fn records_transitions(&self) -> bool {
+        self.tracing()
+    }
+
     fn record_transition(&mut self, machine: &'static str, from: &'static str, to: &'static str) {
         if self.tracing() {
             let t = Transition {

@@ -20,10 +20,10 @@
 //!        +----------------------------------------------------------------------------+
 //! ```
 
-use crate::clock::ClockDomain;
+use crate::clock::{first_edge_at_or_after, ClockDomain};
 use crate::order::EventKey;
-use crate::queue::{EventQueue, EventToken, Priority};
-use crate::time::{Cycles, Time};
+use crate::queue::{Entry, EventQueue, EventToken, Priority};
+use crate::time::{Cycles, Duration, Time};
 use crate::trace::{MsgId, Span, TraceSink};
 use core::fmt;
 
@@ -102,26 +102,37 @@ impl RunLimit {
     };
 }
 
+/// A domain's period and phase, and the last instant a message was queued for it with
+/// that domain's first edge at or after it (most messages queued at one instant go to a
+/// few domains: this saves a division per message).
+#[derive(Clone, Copy)]
+struct Edges {
+    period: Duration,
+    phase: Duration,
+    at: Time,
+    edge: Time,
+}
+
 struct ComponentInfo {
     name: String,
-    domain: DomainId,
 }
 
 /// The event kernel of one simulated system.
 pub struct Kernel<M> {
     now: Time,
-    queue: EventQueue<(ComponentId, M)>,
+    queue: EventQueue<M>,
     domains: Vec<ClockDomain>,
-    /// Per domain, the last instant a message was queued for it and that domain's first
-    /// edge at or after it (most messages queued at one instant go to a few domains:
-    /// this saves a division per message).
-    edge_cache: Vec<(Time, Time)>,
+    /// Per domain, what a push needs of it in one place (see [`Edges`]).
+    edges: Vec<Edges>,
     components: Vec<ComponentInfo>,
+    /// Per component, its domain (the one lookup of a push).
+    component_domains: Vec<DomainId>,
     trace: TraceSink,
     stats: RunStats,
     stop: bool,
-    /// The key of the event being delivered (see [`Ctx::event_key`]).
-    current: EventKey,
+    /// The key of the event being delivered, packed as the queue orders it (see
+    /// [`Ctx::event_key`]; unpacked only when a component asks).
+    current: u128,
 }
 
 impl<M> Kernel<M> {
@@ -132,12 +143,13 @@ impl<M> Kernel<M> {
             now: Time::ZERO,
             queue: EventQueue::new(),
             domains: Vec::new(),
-            edge_cache: Vec::new(),
+            edges: Vec::new(),
             components: Vec::new(),
+            component_domains: Vec::new(),
             trace: TraceSink::new(trace),
             stats: RunStats::default(),
             stop: false,
-            current: EventKey::default(),
+            current: 0,
         }
     }
 
@@ -147,8 +159,12 @@ impl<M> Kernel<M> {
     /// More than 65 536 domains (a wiring bug, not an input).
     pub fn add_domain(&mut self, domain: ClockDomain) -> DomainId {
         let id = DomainId(u16::try_from(self.domains.len()).expect("at most 65536 clock domains"));
-        self.edge_cache
-            .push((Time::ZERO, domain.edge_at_or_after(Time::ZERO)));
+        self.edges.push(Edges {
+            period: domain.period(),
+            phase: domain.phase(),
+            at: Time::ZERO,
+            edge: domain.edge_at_or_after(Time::ZERO),
+        });
         self.domains.push(domain);
         id
     }
@@ -189,10 +205,8 @@ impl<M> Kernel<M> {
         );
         let id =
             ComponentId(u32::try_from(self.components.len()).expect("at most 2^32 components"));
-        self.components.push(ComponentInfo {
-            name: name.into(),
-            domain,
-        });
+        self.components.push(ComponentInfo { name: name.into() });
+        self.component_domains.push(domain);
         id
     }
 
@@ -210,7 +224,7 @@ impl<M> Kernel<M> {
     /// An id this kernel did not hand out.
     #[must_use]
     pub fn component_domain(&self, id: ComponentId) -> DomainId {
-        self.components[id.0 as usize].domain
+        self.component_domains[id.0 as usize]
     }
 
     /// The clock domain component `id` is clocked by (one lookup for `post`, `push_to`, `Ctx`).
@@ -267,7 +281,7 @@ impl<M> Kernel<M> {
     /// event). A run loop uses it to tell a stalled system (only idle loops left) from
     /// one that still has work.
     pub fn pending_targets(&self) -> impl Iterator<Item = ComponentId> + '_ {
-        self.queue.items().map(|(to, _)| *to)
+        self.queue.items().map(|(to, _)| to)
     }
 
     /// Injects a message from outside the system (a testbench), delivered on the first
@@ -275,7 +289,7 @@ impl<M> Kernel<M> {
     pub fn post(&mut self, to: ComponentId, at: Time, msg: M) {
         let d = self.clock_of(to);
         let t = d.edge_at_or_after(at.max(self.now));
-        self.queue.push(t, Priority::NORMAL, (to, msg));
+        self.queue.push(t, Priority::NORMAL, to, msg);
     }
 
     /// Delivers events to `world` in order until the queue is empty, a component calls
@@ -288,24 +302,17 @@ impl<M> Kernel<M> {
             if budget == 0 {
                 break RunOutcome::EventLimit;
             }
-            let Some(next) = self.queue.peek_time() else {
-                break RunOutcome::Idle;
-            };
-            if next > limit.until {
-                break RunOutcome::TimeLimit;
-            }
-            let Some(entry) = self.queue.pop() else {
-                break RunOutcome::Idle;
+            let Some(entry) = self.queue.pop_due(limit.until) else {
+                break if self.queue.is_empty() {
+                    RunOutcome::Idle
+                } else {
+                    RunOutcome::TimeLimit
+                };
             };
             debug_assert!(entry.time() >= self.now, "time went backwards");
             self.now = entry.time();
-            self.current = EventKey {
-                time: self.now,
-                priority: entry.priority(),
-                sequence: entry.sequence(),
-            };
-            let (to, msg) = entry.item;
-            self.stats.events += 1;
+            self.current = entry.packed_key();
+            let Entry { to, item: msg, .. } = entry;
             budget -= 1;
             let mut ctx = Ctx {
                 kernel: self,
@@ -316,6 +323,8 @@ impl<M> Kernel<M> {
                 break RunOutcome::Stopped;
             }
         };
+        // Components cannot read the statistics during a run: counted once here.
+        self.stats.events += limit.max_events - budget;
         self.stats.simulated = self.now;
         self.stats.wall += wall.elapsed();
         outcome
@@ -345,27 +354,25 @@ impl<M> Kernel<M> {
         prio: Priority,
         msg: M,
     ) -> EventToken {
-        let di = usize::from(self.component_domain(to).0);
-        let d = &self.domains[di];
-        let now_edge = match self.edge_cache.get(di) {
-            Some(&(at, edge)) if at == self.now => edge,
-            _ => {
-                let edge = d.edge_at_or_after(self.now);
-                if let Some(c) = self.edge_cache.get_mut(di) {
-                    *c = (self.now, edge);
-                }
-                edge
-            }
+        let now = self.now;
+        let e = &mut self.edges[usize::from(self.component_domains[to.0 as usize].0)];
+        let now_edge = if e.at == now {
+            e.edge
+        } else {
+            let edge = first_edge_at_or_after(e.period, e.phase, now);
+            e.at = now;
+            e.edge = edge;
+            edge
         };
-        let floor = now_edge + d.period() * min_cycles.0;
+        let floor = now_edge + e.period * min_cycles.0;
         // The first edge at or after `earliest` is `floor` itself whenever `earliest`
         // is not later (`floor` is an edge): no division then.
         let t = if earliest <= floor {
             floor
         } else {
-            d.edge_at_or_after(earliest)
+            first_edge_at_or_after(e.period, e.phase, earliest)
         };
-        self.queue.push_token(t, prio, (to, msg))
+        self.queue.push_token(t, prio, to, msg)
     }
 }
 
@@ -388,7 +395,7 @@ impl<M> Ctx<'_, M> {
     #[inline]
     #[must_use]
     pub fn event_key(&self) -> EventKey {
-        self.kernel.current
+        crate::queue::unpack(self.kernel.current)
     }
 
     /// The sequence number of the next event queued: an event queued now at time `t`

@@ -7,15 +7,18 @@
 //! of the order of `push` calls.
 //!
 //! The queue orders only the key and a slot index (32 bytes an entry), in a short
-//! sorted vector that holds up to 32 queued events (a run keeps a handful
+//! sorted array that holds up to 32 queued events (a run keeps a handful
 //! queued: popping is then taking its last entry) and a binary heap for the rest; the
-//! payloads wait in a slab of slots reused through a free list, so ordering moves small
-//! entries and no event allocates once the slab has grown to the run's peak.
+//! payloads wait with their targets in a slab of slots reused through a free list, so
+//! ordering moves small entries and no event allocates once the slab has grown to the
+//! run's peak; a push moves its payload once, into its slot, and a pop once, out of it.
 //!
 //! An event can be cancelled by the [`EventToken`] its push returned: its payload is
 //! dropped at once and its heap entry is skipped when it reaches the top (its slot is
 //! reused only then), so it is never delivered and the order of the others is unchanged.
 
+use crate::kernel::ComponentId;
+use crate::order::EventKey;
 use crate::time::Time;
 use core::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -40,11 +43,20 @@ const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 #[derive(Debug)]
 pub struct Entry<T> {
     key: u128,
-    /// The payload (target and message, as the kernel defines it).
+    /// Its target.
+    pub to: ComponentId,
+    /// The payload (the message, as the kernel defines it).
     pub item: T,
 }
 
 impl<T> Entry<T> {
+    /// Its place in the order, packed as the queue orders it (see [`unpack`]).
+    #[inline]
+    #[must_use]
+    pub(crate) fn packed_key(&self) -> u128 {
+        self.key
+    }
+
     /// When the event fires.
     #[must_use]
     #[allow(clippy::cast_possible_truncation)]
@@ -67,6 +79,18 @@ impl<T> Entry<T> {
     }
 }
 
+/// The [`EventKey`] of a packed key (of [`Entry::packed_key`]).
+#[inline]
+#[must_use]
+#[allow(clippy::cast_possible_truncation)]
+pub(crate) fn unpack(key: u128) -> EventKey {
+    EventKey {
+        time: Time((key >> 64) as u64),
+        priority: Priority((key >> SEQ_BITS) as u8),
+        sequence: (key as u64) & SEQ_MASK,
+    }
+}
+
 /// A queued event's handle, to cancel it ([`EventQueue::cancel`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventToken {
@@ -74,11 +98,13 @@ pub struct EventToken {
     seq: u64,
 }
 
-/// A slab slot: the sequence number of the event that holds it and its payload (`None`
-/// once popped or cancelled).
+/// A slab slot: the sequence number of the event that holds it, its target and its
+/// payload (`None` once popped or cancelled). The target is a field of its own, not a
+/// tuple with the payload, so that a push moves the payload once, straight into the slot.
 #[derive(Debug)]
 struct Slot<T> {
     seq: u64,
+    to: ComponentId,
     item: Option<T>,
 }
 
@@ -102,39 +128,44 @@ impl Ord for Keyed {
     }
 }
 
-/// Entries a `Keys` keeps in its sorted vector before it spills into its heap.
+/// Entries a `Keys` keeps in its sorted array before it spills into its heap.
 const NEAR_CAP: usize = 32;
 
-/// The queued keys: up to `NEAR_CAP` in a vector sorted by key, largest first (the
+/// The queued keys: up to `NEAR_CAP` in an array sorted by key, largest first (the
 /// smallest pops from its end without sifting; a push shifts the entries above its
-/// place), the rest in a binary heap. A run keeps a handful of events queued at a time,
-/// so the vector holds nearly all of them; the heap bounds the cost of a long queue.
-/// A pop takes the smaller of the two tops: the order is the keys' order, whichever
-/// side holds an entry.
+/// place), the rest in a binary heap. A run keeps a handful of events queued at a time
+/// (5 to 10 in a 1 MiB ping-pong, never more than 13), so the array holds nearly all of
+/// them; the heap bounds the cost of a long queue. A pop takes the smaller of the two
+/// tops: the order is the keys' order, whichever side holds an entry.
 #[derive(Debug)]
 struct Keys {
-    near: Vec<Keyed>,
+    /// `near[..n]`, sorted by key, largest first.
+    near: [Keyed; NEAR_CAP],
+    n: usize,
     far: BinaryHeap<Keyed>,
 }
 
 impl Keys {
     fn new() -> Self {
         Self {
-            near: Vec::with_capacity(NEAR_CAP),
+            near: [Keyed { key: 0, slot: 0 }; NEAR_CAP],
+            n: 0,
             far: BinaryHeap::with_capacity(256),
         }
     }
 
+    #[inline]
     fn len(&self) -> usize {
-        self.near.len() + self.far.len()
+        self.n + self.far.len()
     }
 
+    #[inline]
     fn push(&mut self, e: Keyed) {
-        if self.near.len() < NEAR_CAP {
+        let n = self.n;
+        if n < NEAR_CAP {
             // New events are mostly among the soonest: from the end, move each sooner
             // entry up one place until the place of `e` (one insertion-sort step).
-            self.near.push(e);
-            let mut j = self.near.len() - 1;
+            let mut j = n;
             while j > 0 {
                 let prev = self.near[j - 1];
                 if prev.key > e.key {
@@ -144,23 +175,62 @@ impl Keys {
                 j -= 1;
             }
             self.near[j] = e;
+            self.n = n + 1;
         } else {
-            self.far.push(e);
+            self.push_far(e);
         }
+    }
+
+    /// A push past the array (out of line: a run rarely has that many queued).
+    #[cold]
+    #[inline(never)]
+    fn push_far(&mut self, e: Keyed) {
+        self.far.push(e);
     }
 
     /// The entry with the smallest key.
+    #[inline]
     fn peek(&self) -> Option<&Keyed> {
-        match (self.near.last(), self.far.peek()) {
-            (Some(n), Some(f)) => Some(if n.key < f.key { n } else { f }),
-            (n, f) => n.or(f),
+        let n = self.near[..self.n].last();
+        match self.far.peek() {
+            None => n,
+            Some(f) => match n {
+                Some(n) if n.key < f.key => Some(n),
+                _ => Some(f),
+            },
         }
     }
 
+    /// Pops the entry with the smallest key if its time is at or before `until`; when
+    /// the heap is empty (nearly always), from the array alone.
+    #[inline]
+    #[allow(clippy::cast_possible_truncation)]
+    fn pop_due(&mut self, until: u64) -> Option<Keyed> {
+        if self.far.is_empty() {
+            let i = self.n.checked_sub(1)?;
+            let top = self.near[i];
+            if (top.key >> 64) as u64 > until {
+                return None;
+            }
+            self.n = i;
+            Some(top)
+        } else {
+            if (self.peek()?.key >> 64) as u64 > until {
+                return None;
+            }
+            self.pop()
+        }
+    }
+
+    #[inline]
     fn pop(&mut self) -> Option<Keyed> {
-        match (self.near.last(), self.far.peek()) {
-            (Some(n), Some(f)) if f.key < n.key => self.far.pop(),
-            (Some(_), _) => self.near.pop(),
+        let near = self.n.checked_sub(1).map(|i| (i, self.near[i]));
+        match (near, self.far.peek()) {
+            (Some((_, n)), Some(f)) if f.key < n.key => self.far.pop(),
+            (Some((i, n)), _) => {
+                self.n = i;
+                Some(n)
+            }
             (None, _) => self.far.pop(),
         }
     }
@@ -205,46 +275,66 @@ impl<T> EventQueue<T> {
         self.next_seq & SEQ_MASK
     }
 
-    /// Queues `item` at `time` with `priority`; returns its sequence number.
+    /// Queues `item` for `to` at `time` with `priority`; returns its sequence number.
     ///
     /// # Panics
     /// With 2^32 events queued at once (far beyond any run's memory).
-    pub fn push(&mut self, time: Time, priority: Priority, item: T) -> u64 {
-        self.push_token(time, priority, item).seq
+    pub fn push(&mut self, time: Time, priority: Priority, to: ComponentId, item: T) -> u64 {
+        self.push_token(time, priority, to, item).seq
     }
 
-    /// Queues `item` at `time` with `priority`; returns the token that cancels it.
+    /// Queues `item` for `to` at `time` with `priority`; returns the token that cancels
+    /// it.
     ///
     /// # Panics
     /// With 2^32 events queued at once (far beyond any run's memory).
-    pub fn push_token(&mut self, time: Time, priority: Priority, item: T) -> EventToken {
+    #[inline(always)]
+    pub fn push_token(
+        &mut self,
+        time: Time,
+        priority: Priority,
+        to: ComponentId,
+        item: T,
+    ) -> EventToken {
         let seq = self.next_seq & SEQ_MASK;
         // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
         self.next_seq = self.next_seq.wrapping_add(1);
         let key =
             (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
         // A free slot's payload is `None` (taken or dropped): its fields are written in
-        // place, the payload moved once.
+        // place, the payload moved once (known to overwrite a `None`, nothing is dropped
+        // first, so nothing has to be kept aside).
         let slot = match self.free.pop() {
-            Some(s) => {
-                if let Some(c) = self.slab.get_mut(s as usize) {
+            Some(s) => match self.slab.get_mut(s as usize) {
+                Some(c) if c.item.is_none() => {
                     c.seq = seq;
+                    c.to = to;
                     c.item = Some(item);
+                    s
                 }
-                s
-            }
-            None => {
-                // More than 2^32 events queued at once is beyond any run's memory.
-                let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
-                self.slab.push(Slot {
-                    seq,
-                    item: Some(item),
-                });
-                s
-            }
+                _ => unreachable!("a free slot is in the slab, its payload taken or dropped"),
+            },
+            None => self.grow(seq, to, item),
         };
         self.heap.push(Keyed { key, slot });
         EventToken { slot, seq }
+    }
+
+    /// A new slot for an event when none is free (out of line: only while the slab grows
+    /// to the run's peak).
+    ///
+    /// # Panics
+    /// With 2^32 events queued at once (far beyond any run's memory).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, seq: u64, to: ComponentId, item: T) -> u32 {
+        let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
+        self.slab.push(Slot {
+            seq,
+            to,
+            item: Some(item),
+        });
+        s
     }
 
     /// Cancels the event of `token` if it is still queued (its payload is dropped; it
@@ -282,17 +372,35 @@ impl<T> EventQueue<T> {
         }
     }
 
+    /// Removes and returns the earliest event if it fires at or before `until` (it stays
+    /// queued otherwise): [`EventQueue::pop`] with the run loop's time limit, the top
+    /// looked at once.
+    #[inline]
+    pub fn pop_due(&mut self, until: Time) -> Option<Entry<T>> {
+        let popped = self.heap.pop_due(until.0)?;
+        self.take(popped)
+    }
+
     /// Removes and returns the earliest event.
+    #[inline]
     pub fn pop(&mut self) -> Option<Entry<T>> {
-        let Keyed { key, slot } = self.heap.pop()?;
-        let item = self.slab.get_mut(slot as usize).and_then(|c| c.item.take());
+        let popped = self.heap.pop()?;
+        self.take(popped)
+    }
+
+    /// The payload of a popped key, its slot freed.
+    #[inline]
+    fn take(&mut self, Keyed { key, slot }: Keyed) -> Option<Entry<T>> {
+        // Every heap entry's slot holds its payload until it is popped (the top is
+        // never a cancelled event: `purge`).
+        let c = self.slab.get_mut(slot as usize)?;
+        let to = c.to;
+        let item = c.item.take()?;
         self.free.push(slot);
         if self.cancelled > 0 {
             self.purge();
         }
-        // Every heap entry's slot holds its payload until it is popped (the top is
-        // never a cancelled event: `purge`).
-        item.map(|item| Entry { key, item })
+        Some(Entry { key, to, item })
     }
 
     /// The time of the earliest event, if any.
@@ -308,9 +416,12 @@ impl<T> EventQueue<T> {
         self.heap.len() - self.cancelled
     }
 
-    /// Every queued item, in no particular order (for inspection, e.g. stall detection).
-    pub fn items(&self) -> impl Iterator<Item = &T> {
-        self.slab.iter().filter_map(|c| c.item.as_ref())
+    /// Every queued item with its target, in no particular order (for inspection, e.g.
+    /// stall detection).
+    pub fn items(&self) -> impl Iterator<Item = (ComponentId, &T)> {
+        self.slab
+            .iter()
+            .filter_map(|c| c.item.as_ref().map(|item| (c.to, item)))
     }
 
     /// Whether no event is queued.
@@ -325,14 +436,17 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The target of the tests' events (the queue hands it back with each).
+    const TO: ComponentId = ComponentId(7);
+
     #[test]
     fn ties_pop_first_in_first_out() {
         let mut q = EventQueue::new();
         for i in 0..10 {
-            q.push(Time(5), Priority::NORMAL, i);
+            q.push(Time(5), Priority::NORMAL, TO, i);
         }
-        q.push(Time(5), Priority::EARLY, 100);
-        q.push(Time(4), Priority::LATE, 200);
+        q.push(Time(5), Priority::EARLY, TO, 100);
+        q.push(Time(4), Priority::LATE, TO, 200);
         let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|e| e.item)).collect();
         assert_eq!(order, vec![200, 100, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
@@ -340,9 +454,9 @@ mod tests {
     #[test]
     fn cancelled_events_never_pop_and_keep_the_order() {
         let mut q = EventQueue::new();
-        let a = q.push_token(Time(5), Priority::NORMAL, 1);
-        let b = q.push_token(Time(3), Priority::NORMAL, 2);
-        q.push(Time(5), Priority::NORMAL, 3);
+        let a = q.push_token(Time(5), Priority::NORMAL, TO, 1);
+        let b = q.push_token(Time(3), Priority::NORMAL, TO, 2);
+        q.push(Time(5), Priority::NORMAL, TO, 3);
         assert!(q.cancel(b));
         assert!(!q.cancel(b), "twice");
         assert_eq!(q.len(), 2);
@@ -352,7 +466,7 @@ mod tests {
         assert_eq!(first, Some(1));
         assert!(!q.cancel(a), "already popped");
         // The slot of a popped event is reused: the old token does not cancel the new.
-        let c = q.push_token(Time(9), Priority::NORMAL, 4);
+        let c = q.push_token(Time(9), Priority::NORMAL, TO, 4);
         assert!(!q.cancel(a));
         assert_eq!(q.pop().map(|e| e.item), Some(3));
         assert!(q.cancel(c));
@@ -361,7 +475,7 @@ mod tests {
     }
 
     proptest! {
-        /// Pushes and pops interleaved (the queue growing past its sorted vector into
+        /// Pushes and pops interleaved (the queue growing past its sorted array into
         /// its heap and shrinking again): every pop is the smallest key queued, as a
         /// sorted reference says.
         #[test]
@@ -372,7 +486,7 @@ mod tests {
             let mut reference = std::collections::BTreeSet::new();
             let mut now = 0u64;
             for (i, (dt, p, pops)) in ops.iter().enumerate() {
-                q.push(Time(now + dt), Priority(*p), i);
+                q.push(Time(now + dt), Priority(*p), TO, i);
                 reference.insert((now + dt, *p, i));
                 // The first 64 only push: past the sorted vector's 32 entries.
                 let n = if i < 64 { 0 } else { *pops % 3 };
@@ -394,6 +508,41 @@ mod tests {
             prop_assert!(q.pop().is_none());
         }
 
+        /// `pop_due` pops the smallest key only when its time is at or before the limit,
+        /// and leaves the queue as it was otherwise; with cancellations mixed in, across
+        /// the sorted array and the heap.
+        #[test]
+        fn pop_due_takes_only_what_is_due(
+            ops in prop::collection::vec((0u64..40, 0u8..3, 0u64..50, any::<bool>()), 0..400),
+        ) {
+            let mut q = EventQueue::new();
+            let mut reference = std::collections::BTreeMap::new();
+            let mut tokens = Vec::new();
+            for (i, (t, p, until, cancel)) in ops.iter().enumerate() {
+                let tok = q.push_token(Time(*t), Priority(*p), TO, i);
+                reference.insert((*t, *p, i), tok);
+                tokens.push(((*t, *p, i), tok));
+                if *cancel && i % 3 == 0 {
+                    let (k, tok) = tokens[i / 2];
+                    prop_assert_eq!(q.cancel(tok), reference.remove(&k).is_some());
+                }
+                if i < 40 {
+                    continue;
+                }
+                let want = match reference.first_key_value() {
+                    Some((&k, _)) if k.0 <= *until => reference.pop_first().map(|(k, _)| k),
+                    _ => None,
+                };
+                let got = q.pop_due(Time(*until)).map(|e| (e.time().0, e.priority().0, e.item));
+                prop_assert_eq!(got, want);
+                prop_assert_eq!(q.len(), reference.len());
+                prop_assert_eq!(
+                    q.peek_time().map(|t| t.0),
+                    reference.first_key_value().map(|(k, _)| k.0)
+                );
+            }
+        }
+
         /// Whatever the insertion order, with any events cancelled, the others pop in
         /// key order.
         #[test]
@@ -404,7 +553,7 @@ mod tests {
             let tokens: Vec<_> = events
                 .iter()
                 .enumerate()
-                .map(|(i, (t, p, _))| q.push_token(Time(*t), Priority(*p), i))
+                .map(|(i, (t, p, _))| q.push_token(Time(*t), Priority(*p), TO, i))
                 .collect();
             for (tok, (_, _, cancel)) in tokens.iter().zip(&events) {
                 if *cancel {
@@ -432,7 +581,7 @@ mod tests {
         fn pops_in_key_order(events in prop::collection::vec((0u64..50, 0u8..4), 0..300)) {
             let mut q = EventQueue::new();
             for (i, (t, p)) in events.iter().enumerate() {
-                q.push(Time(*t), Priority(*p), i);
+                q.push(Time(*t), Priority(*p), TO, i);
             }
             let mut expected: Vec<(u64, u8, usize)> =
                 events.iter().enumerate().map(|(i, (t, p))| (*t, *p, i)).collect();

@@ -104,6 +104,7 @@ impl NodeStore {
 pub type SystemWorld = Wiring<Comp, Vec<NodeStore>>;
 
 impl Part<Msg, Vec<NodeStore>> for Comp {
+    #[inline]
     fn take(
         &mut self,
         msg: Msg,
