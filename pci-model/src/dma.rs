@@ -19,6 +19,7 @@
 //!
 //! The component is clocked by the PCI domain of its bus.
 
+use crate::memory::PAGE_SIZE;
 use crate::msg::{
     BusRequest, Command, DmaDirection, DmaDone, DmaJob, DmaStatus, MasterId, PciMsg,
     TransactionDone, TxnStatus,
@@ -75,12 +76,17 @@ struct Burst {
 
 /// A job's bursts, computed on demand from its page pieces: memory grows with the
 /// number of pages, not with the number of bursts (a 256 MB job in 4-byte bursts has
-/// 67 M bursts but 65 536 pages).
+/// 67 M bursts but 65 536 pages). The pieces are `page_segments`' own vector: the first
+/// piece runs to its page's end, every later one is a whole page but the last, so the
+/// piece of a burst and its offset follow from the burst's index by arithmetic.
 #[derive(Clone, Debug, Default)]
 struct BurstPlan {
-    /// Each page piece: its physical start, length, offset in the job and the index of
-    /// its first burst.
-    pieces: Vec<(PhysSegment, u64, usize)>,
+    /// Each page piece: its physical start and length.
+    pieces: Vec<PhysSegment>,
+    /// Bursts of the first piece.
+    first_bursts: usize,
+    /// Bursts of a whole page.
+    page_bursts: usize,
     /// Bursts in all.
     total: usize,
     /// Longest burst \[bytes\].
@@ -88,18 +94,26 @@ struct BurstPlan {
 }
 
 impl BurstPlan {
-    fn new(segs: Vec<PhysSegment>, burst_bytes: u64) -> Self {
+    fn new(pieces: Vec<PhysSegment>, burst_bytes: u64) -> Self {
         let burst_bytes = burst_bytes.max(1);
-        let mut pieces = Vec::with_capacity(segs.len());
-        let (mut offset, mut first) = (0, 0usize);
-        for s in segs {
-            pieces.push((s, offset, first));
-            offset += s.len;
-            first += usize::try_from(s.len.div_ceil(burst_bytes)).unwrap_or(usize::MAX);
-        }
+        let bursts = |len: u64| usize::try_from(len.div_ceil(burst_bytes)).unwrap_or(usize::MAX);
+        debug_assert!(
+            pieces
+                .iter()
+                .skip(1)
+                .rev()
+                .skip(1)
+                .all(|p| p.len == PAGE_SIZE),
+            "page pieces after the first are whole pages but the last"
+        );
+        let total = pieces
+            .iter()
+            .fold(0usize, |n, p| n.saturating_add(bursts(p.len)));
         Self {
+            first_bursts: pieces.first().map_or(0, |p| bursts(p.len)),
+            page_bursts: bursts(PAGE_SIZE),
             pieces,
-            total: first,
+            total,
             burst_bytes,
         }
     }
@@ -113,8 +127,19 @@ impl BurstPlan {
         if i >= self.total {
             return None;
         }
-        let k = self.pieces.partition_point(|p| p.2 <= i).checked_sub(1)?;
-        let (seg, offset, first) = self.pieces.get(k)?;
+        // The piece `k` holding burst `i`, the index of its first burst and its offset.
+        let (k, first, offset) = if i < self.first_bursts {
+            (0, 0, 0)
+        } else {
+            let pages = (i - self.first_bursts) / self.page_bursts.max(1);
+            let head = self.pieces.first()?.len;
+            (
+                pages + 1,
+                self.first_bursts + pages * self.page_bursts,
+                head + pages as u64 * PAGE_SIZE,
+            )
+        };
+        let seg = self.pieces.get(k)?;
         let at = (i - first) as u64 * self.burst_bytes;
         Some(Burst {
             addr: seg.addr + at,
