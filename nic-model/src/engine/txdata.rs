@@ -64,11 +64,10 @@ impl Engine {
         if self.send.tx.slots.get(i).is_none_or(Option::is_some) {
             return false;
         }
-        let now = io.now();
-        let ready = now + io.my_domain().cycles(self.params.header_build_cycles);
-        let dst = self.slot_addr(i);
+        let ready = |io: &Io| io.now() + io.my_domain().cycles(self.params.header_build_cycles);
         let n = self.send.tx.slots.len();
         if let Some(c) = self.send.tx.control.pop_front() {
+            let (ready, dst) = (ready(io), self.slot_addr(i));
             let mut data = headers(self.params.mac, c.dst, &c.hdr);
             data.extend_from_slice(&c.payload);
             let frame_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
@@ -101,7 +100,7 @@ impl Engine {
             return false;
         }
         if let Some((vi, seq)) = self.next_resend() {
-            self.assign_resend(vi, seq, i, ready, io);
+            self.assign_resend(vi, seq, i, ready(io), io);
             return true;
         }
         let window = self.params.retx_window_frames;
@@ -130,6 +129,7 @@ impl Engine {
             return false;
         };
         self.send.tx.rr = id;
+        let ready = ready(io);
         self.assign_fragment(id, i, ready, io);
         true
     }
