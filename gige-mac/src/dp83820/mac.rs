@@ -84,7 +84,11 @@ struct Assembling {
     id: FrameId,
     msg: MsgId,
     len: usize,
+    /// The frame's bytes as they came (`len` of them once whole); once whole, followed
+    /// by its pad and FCS for the `auto_pad` in `finished`.
     data: Vec<u8>,
+    /// The `auto_pad` setting the pad and FCS after the data were made for, if made.
+    finished: Option<bool>,
     since: Time,
     started: bool,
     /// Bytes handed to the transmitter.
@@ -303,7 +307,9 @@ impl Dp83820Mac {
                     id: FrameId(self.id_base + c.frame),
                     msg: c.msg,
                     len: c.len as usize,
-                    data: Vec::with_capacity(c.len as usize),
+                    // Room for the pad and FCS appended once the frame is whole.
+                    data: Vec::with_capacity(wire_total(true, c.len as usize)),
+                    finished: None,
                     since: c.since,
                     started: false,
                     given: 0,
@@ -378,13 +384,12 @@ impl Dp83820Mac {
             if !f.started && (!ready || f.aborted) {
                 break; // later frames wait for this one
             }
-            let padded;
-            let bytes: &[u8] = if whole {
-                padded = wire_bytes(auto_pad, &f.data);
-                &padded
-            } else {
-                &f.data
-            };
+            if whole && f.finished != Some(auto_pad) {
+                f.data.truncate(f.len);
+                finish_wire_bytes(auto_pad, &mut f.data);
+                f.finished = Some(auto_pad);
+            }
+            let bytes: &[u8] = &f.data;
             if !f.started {
                 let prefix = Frame::new(f.id, f.msg, bytes);
                 if self.tx.enqueue_partial(prefix, total, ctx).is_err() {
@@ -439,17 +444,14 @@ impl Dp83820Mac {
     }
 }
 
-/// A frame's bytes on the wire once all its `data` is in: zero pad to 60 bytes when
-/// `auto_pad`, then the FCS.
-fn wire_bytes(auto_pad: bool, data: &[u8]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(wire_total(auto_pad, data.len()));
-    b.extend_from_slice(data);
+/// Makes a frame's `data` (all of it in) its bytes on the wire, in place: zero pad to
+/// 60 bytes when `auto_pad`, then the FCS.
+fn finish_wire_bytes(auto_pad: bool, b: &mut Vec<u8>) {
     if auto_pad && b.len() < MIN_FRAME_LEN_NO_FCS {
         b.resize(MIN_FRAME_LEN_NO_FCS, 0);
     }
-    let crc = fcs(&b);
+    let crc = fcs(b);
     b.extend_from_slice(&crc.to_le_bytes());
-    b
 }
 
 /// Length on the wire of a frame of `len` data bytes \[bytes\]: pad (when `auto_pad`), FCS.
