@@ -111,6 +111,8 @@ pub struct Dp83820Mac {
     txcfg: TxCfg,
     rxcfg: RxCfg,
     frames: VecDeque<Assembling>,
+    /// Byte buffers of frames sent, kept for the next frames (no allocation per frame).
+    spare: Vec<Vec<u8>>,
     rx_seq: u64,
     rx_whole: bool,
     pub(super) rx_fifo_used: u64,
@@ -141,6 +143,7 @@ impl Dp83820Mac {
             txcfg: TxCfg::decode(0),
             rxcfg: RxCfg::decode(0),
             frames: VecDeque::new(),
+            spare: Vec::new(),
             rx_seq: 0,
             rx_whole: true,
             rx_fifo_used: 0,
@@ -302,13 +305,15 @@ impl Dp83820Mac {
         let pos = match self.frames.iter().position(|f| f.seq == c.frame) {
             Some(p) => p,
             None if c.offset == 0 => {
+                // Room for the pad and FCS appended once the frame is whole.
+                let mut data = self.spare.pop().unwrap_or_default();
+                data.reserve(wire_total(true, c.len as usize));
                 self.frames.push_back(Assembling {
                     seq: c.frame,
                     id: FrameId(self.id_base + c.frame),
                     msg: c.msg,
                     len: c.len as usize,
-                    // Room for the pad and FCS appended once the frame is whole.
-                    data: Vec::with_capacity(wire_total(true, c.len as usize)),
+                    data,
                     finished: None,
                     since: c.since,
                     started: false,
@@ -356,6 +361,7 @@ impl Dp83820Mac {
             let Some(f) = self.frames.remove(pos) else {
                 break;
             };
+            self.keep_spare(f.data);
             tracing::error!(target: "mac::tx", id = f.id.0, "frame aborted before it started: not sent");
             ctx.send(
                 self.bus_side,
@@ -408,6 +414,14 @@ impl Dp83820Mac {
         }
     }
 
+    /// Keeps the byte buffer of a frame that left for a later frame (a few at most).
+    fn keep_spare(&mut self, mut data: Vec<u8>) {
+        if self.spare.len() < 4 {
+            data.clear();
+            self.spare.push(data);
+        }
+    }
+
     fn tx_wake<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
         let Some(done) = self.tx.wake(ctx) else {
             return;
@@ -419,9 +433,10 @@ impl Dp83820Mac {
             self.stats.unexpected += 1;
             return;
         };
-        let Some(f) = self.frames.remove(pos) else {
+        let Some(mut f) = self.frames.remove(pos) else {
             return;
         };
+        self.keep_spare(std::mem::take(&mut f.data));
         ctx.span(f.msg, "tx fifo wait", f.ready_at, done.start);
         self.stats.tx_frames += 1;
         if done.underrun {
