@@ -369,6 +369,7 @@ impl Io {
 
     /// Makes an applied (empty) outbox the outbox of a new message at `now`: the
     /// engine keeps one between messages, its clock domains and action vector with it.
+    #[inline]
     pub(crate) fn restart(&mut self, now: Time, traced: bool) {
         self.actions.clear();
         self.now = now;

@@ -86,7 +86,10 @@ impl<V> Waiting<V> {
             self.base = n;
         }
         let i = n.saturating_sub(self.base);
-        debug_assert!(n >= self.base + self.slots.len() as u64, "numbers only grow");
+        debug_assert!(
+            n >= self.base + self.slots.len() as u64,
+            "numbers only grow"
+        );
         while (self.slots.len() as u64) < i {
             self.slots.push_back(None);
         }
