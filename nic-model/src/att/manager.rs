@@ -609,7 +609,7 @@ impl AttManager {
                 ctx.span(msg, "att L1 read", started, now);
                 let fetch = result
                     .map_err(TranslateError::TableRead)
-                    .and_then(|bytes| check_l1(&bytes, &t));
+                    .and_then(|bytes| check_l1(bytes, &t));
                 match fetch {
                     Ok(fetch) if fetch.count > 0 => {
                         self.stats.l2_reads += 1;
@@ -641,7 +641,7 @@ impl AttManager {
                 ctx.span(msg, "att L2 read", started, now);
                 let pieces = result
                     .map_err(TranslateError::TableRead)
-                    .and_then(|bytes| pieces_from_l2(&fetch, &bytes, &t));
+                    .and_then(|bytes| pieces_from_l2(&fetch, bytes, &t));
                 self.reply_translation(req, pieces, reply_to, ctx);
             }
             Phase::RegisterL2 {
