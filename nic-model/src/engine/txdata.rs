@@ -31,7 +31,7 @@
 //! handoff`.
 
 use super::fifo::Run;
-use super::frame::headers;
+use super::frame::headers_into;
 use super::ids::SendId;
 use super::io::{span, Io};
 use super::unit::retx::TxWindow;
@@ -68,7 +68,8 @@ impl Engine {
         let n = self.send.tx.slots.len();
         if let Some(c) = self.send.tx.control.pop_front() {
             let (ready, dst) = (ready(io), self.slot_addr(i));
-            let mut data = headers(self.params.mac, c.dst, &c.hdr);
+            let mut data = self.send.tx.take_buf();
+            headers_into(&mut data, self.params.mac, c.dst, &c.hdr);
             data.extend_from_slice(&c.payload);
             let frame_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
             self.send.tx.mover.push(Run {
@@ -290,7 +291,8 @@ impl Engine {
             remote_handle: address.map_or(MemHandle::NULL, |a| a.remote_handle),
             immediate: desc.map_or(0, |d| d.immediate),
         };
-        let data = headers(mac, s.peer_mac, &hdr);
+        let mut data = self.send.tx.take_buf();
+        headers_into(&mut data, mac, s.peer_mac, &hdr);
         let frame_len = u32::try_from(data.len() as u64 + len).unwrap_or(u32::MAX);
         self.send.tx.mover.push(Run {
             bytes: data.len() as u64,
