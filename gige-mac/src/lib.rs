@@ -36,6 +36,7 @@
 //! | [`port`] | [`MacPort`], a plain MAC endpoint for wire-level tests |
 //! | [`switch`] | [`Switch`], N-port store-and-forward or cut-through, port buffers, 802.3x PAUSE |
 //! | [`fdb`] | the switch's address-learning table |
+//! | `tags` | values keyed by descriptor address (the GEC's and DP83820's per-frame trace tags) |
 //! | [`pcap`] | pcap writer (nanosecond timestamps) and reader |
 //! | [`msg`] | [`MacMsg`], everything these components receive |
 //! | [`params`] | parameter structs, defaults = the published system |
@@ -75,6 +76,7 @@ pub mod phy;
 pub mod port;
 pub mod rx;
 pub mod switch;
+mod tags;
 pub mod testbench;
 
 pub use buffer_ram::{BufferError, BufferLayout, BufferRam};

@@ -220,6 +220,49 @@ impl CacheModel {
     pub fn cached_lines(&self) -> usize {
         self.sets.iter().map(VecDeque::len).sum()
     }
+
+    /// The cached lines that a write of the physical ranges `ranges` (start, length)
+    /// touches, in the order of the write's lines (range by range, ascending; a line two
+    /// ranges touch comes once for each). Walks the write's lines, or the cache's lines
+    /// when there are fewer of those (a write larger than the cache): same answer.
+    #[must_use]
+    pub fn held_lines_of(&self, ranges: &[(u64, u64)]) -> Vec<u64> {
+        let span = |&(addr, len): &(u64, u64)| (self.line_of(addr), addr.saturating_add(len));
+        let write_lines: u64 = ranges
+            .iter()
+            .map(|r| {
+                let (first, end) = span(r);
+                end.saturating_sub(first).div_ceil(self.line)
+            })
+            .sum();
+        let held = self.cached_lines() as u64;
+        let walk_cost = held.saturating_mul(ranges.len() as u64) + self.sets.len() as u64;
+        let mut out = Vec::new();
+        if walk_cost < write_lines {
+            let mut hits: Vec<(usize, u64)> = Vec::new();
+            for l in self.sets.iter().flat_map(|set| set.iter().map(|l| l.addr)) {
+                for (i, r) in ranges.iter().enumerate() {
+                    let (first, end) = span(r);
+                    if (first..end).contains(&l) {
+                        hits.push((i, l));
+                    }
+                }
+            }
+            hits.sort_unstable();
+            out.extend(hits.into_iter().map(|(_, l)| l));
+            return out;
+        }
+        for r in ranges {
+            let (mut l, end) = span(r);
+            while l < end {
+                if self.holds(l) {
+                    out.push(l);
+                }
+                l = l.saturating_add(self.line);
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -312,5 +355,33 @@ mod tests {
         assert_eq!(p.sets(), 1);
         let mut c = CacheModel::new(p);
         assert_eq!(c.load(!3, &[1, 2, 3, 4]), LineAccess::Miss);
+    }
+    #[test]
+    fn held_lines_of_a_write_are_the_same_from_either_walk() {
+        let mut c = CacheModel::new(CacheParams::default());
+        let z = [0u8; 32];
+        for l in [0x1000u64, 0x1fe0, 0x2000, 0x5020, 0x9_0000, 0x20_0040] {
+            c.load(l, &z);
+        }
+        // Small writes walk their own lines; a large one walks the cache.
+        let small = [(0x1010u64, 0x20u64), (0x1fe8, 0x30)];
+        assert_eq!(c.held_lines_of(&small), vec![0x1000, 0x1fe0, 0x2000]);
+        let large: Vec<(u64, u64)> = (0..64u64).map(|p| ((p ^ 5) * 4096 + 8, 4096)).collect();
+        let mut naive = Vec::new();
+        for &(addr, len) in &large {
+            let mut l = c.line_of(addr);
+            while l < addr + len {
+                if c.holds(l) {
+                    naive.push(l);
+                }
+                l += 32;
+            }
+        }
+        assert_eq!(
+            naive.len(),
+            6,
+            "0x1000 and 0x2000 are in two pages' ranges each"
+        );
+        assert_eq!(c.held_lines_of(&large), naive);
     }
 }

@@ -19,11 +19,13 @@
 //!
 //! The component is clocked by the PCI domain of its bus.
 
+use crate::error::MemError;
+use crate::memory::PAGE_SIZE;
 use crate::msg::{
     BusRequest, Command, DmaDirection, DmaDone, DmaJob, DmaStatus, MasterId, PciMsg,
     TransactionDone, TxnStatus,
 };
-use crate::page_table::{page_segments, PhysSegment};
+use crate::page_table::PhysSegment;
 use crate::params::{BusWidth, DmaParams};
 use sim_kernel::{ComponentId, Ctx, Fsm, StateName, Time};
 use std::collections::VecDeque;
@@ -73,14 +75,26 @@ struct Burst {
     len: u64,
 }
 
-/// A job's bursts, computed on demand from its page pieces: memory grows with the
-/// number of pages, not with the number of bursts (a 256 MB job in 4-byte bursts has
-/// 67 M bursts but 65 536 pages).
+/// A job's bursts, computed on demand from its page list: memory grows with the number
+/// of pages, not with the number of bursts (a 256 MB job in 4-byte bursts has 67 M
+/// bursts but 65 536 pages). The list is the job's own (ATT form: entry 0 the physical
+/// start, later entries page bases), checked as
+/// [`page_segments`](crate::page_table::page_segments) checks it
+/// ([`BurstPlan::new`]); its pieces are `page_segments`' without being built: the first
+/// runs to its page's end, every later one is a whole page but the last, so the piece
+/// of a burst and its offset follow from the burst's index by arithmetic.
 #[derive(Clone, Debug, Default)]
 struct BurstPlan {
-    /// Each page piece: its physical start, length, offset in the job and the index of
-    /// its first burst.
-    pieces: Vec<(PhysSegment, u64, usize)>,
+    /// The job's page list.
+    pages: Vec<u64>,
+    /// Bytes of the job.
+    len: u64,
+    /// Bytes of the first piece.
+    first_len: u64,
+    /// Bursts of the first piece.
+    first_bursts: usize,
+    /// Bursts of a whole page.
+    page_bursts: usize,
     /// Bursts in all.
     total: usize,
     /// Longest burst \[bytes\].
@@ -88,24 +102,78 @@ struct BurstPlan {
 }
 
 impl BurstPlan {
-    fn new(segs: Vec<PhysSegment>, burst_bytes: u64) -> Self {
+    /// The plan of `len` bytes at `pages`, or why `page_segments` refuses the list (the
+    /// same error: its checks, in its order).
+    fn new(pages: Vec<u64>, len: u64, burst_bytes: u64) -> Result<Self, MemError> {
         let burst_bytes = burst_bytes.max(1);
-        let mut pieces = Vec::with_capacity(segs.len());
-        let (mut offset, mut first) = (0, 0usize);
-        for s in segs {
-            pieces.push((s, offset, first));
-            offset += s.len;
-            first += usize::try_from(s.len.div_ceil(burst_bytes)).unwrap_or(usize::MAX);
-        }
-        Self {
-            pieces,
-            total: first,
+        let bursts = |n: u64| usize::try_from(n.div_ceil(burst_bytes)).unwrap_or(usize::MAX);
+        let mut plan = Self {
+            pages,
+            len,
+            first_len: 0,
+            first_bursts: 0,
+            page_bursts: bursts(PAGE_SIZE),
+            total: 0,
             burst_bytes,
+        };
+        if len == 0 {
+            return Ok(plan);
         }
+        let first = *plan.pages.first().ok_or(MemError::ShortPageList {
+            needed: 1,
+            given: 0,
+        })?;
+        let first_len = (PAGE_SIZE - first % PAGE_SIZE).min(len);
+        let needed = 1 + (len - first_len).div_ceil(PAGE_SIZE);
+        if (plan.pages.len() as u64) < needed {
+            return Err(MemError::ShortPageList {
+                needed,
+                given: plan.pages.len() as u64,
+            });
+        }
+        first.checked_add(first_len).ok_or(MemError::Overflow {
+            addr: first,
+            len: first_len,
+        })?;
+        let mut total = bursts(first_len);
+        let mut left = len - first_len;
+        for (index, &addr) in plan.pages.iter().enumerate().skip(1) {
+            if left == 0 {
+                break;
+            }
+            if addr % PAGE_SIZE != 0 {
+                return Err(MemError::UnalignedPage { index, addr });
+            }
+            let n = left.min(PAGE_SIZE);
+            addr.checked_add(n)
+                .ok_or(MemError::Overflow { addr, len: n })?;
+            total = total.saturating_add(bursts(n));
+            left -= n;
+        }
+        plan.first_len = first_len;
+        plan.first_bursts = bursts(first_len);
+        plan.total = total;
+        Ok(plan)
     }
 
     fn len(&self) -> usize {
         self.total
+    }
+
+    /// Page piece `k`: its physical start and length.
+    fn piece(&self, k: usize) -> Option<PhysSegment> {
+        let addr = *self.pages.get(k)?;
+        if k == 0 {
+            return Some(PhysSegment {
+                addr,
+                len: self.first_len,
+            });
+        }
+        let before = self.first_len + (k as u64 - 1) * PAGE_SIZE;
+        Some(PhysSegment {
+            addr,
+            len: self.len.checked_sub(before)?.min(PAGE_SIZE),
+        })
     }
 
     /// Burst `i`: cut sequentially from the start of its page piece.
@@ -113,8 +181,18 @@ impl BurstPlan {
         if i >= self.total {
             return None;
         }
-        let k = self.pieces.partition_point(|p| p.2 <= i).checked_sub(1)?;
-        let (seg, offset, first) = self.pieces.get(k)?;
+        // The piece `k` holding burst `i`, the index of its first burst and its offset.
+        let (k, first, offset) = if i < self.first_bursts {
+            (0, 0, 0)
+        } else {
+            let pages = (i - self.first_bursts) / self.page_bursts.max(1);
+            (
+                pages + 1,
+                self.first_bursts + pages * self.page_bursts,
+                self.first_len + pages as u64 * PAGE_SIZE,
+            )
+        };
+        let seg = self.piece(k)?;
         let at = (i - first) as u64 * self.burst_bytes;
         Some(Burst {
             addr: seg.addr + at,
@@ -292,8 +370,8 @@ impl DmaMaster {
                 (true, data, len)
             }
         };
-        let segs = match page_segments(&job.pages, len) {
-            Ok(s) => s,
+        let bursts = match BurstPlan::new(job.pages, len, self.params.burst_bytes) {
+            Ok(b) => b,
             Err(e) => {
                 self.stats.jobs += 1;
                 self.stats.failed_jobs += 1;
@@ -310,7 +388,6 @@ impl DmaMaster {
                 return;
             }
         };
-        let bursts = BurstPlan::new(segs, self.params.burst_bytes);
         // A read's buffer is made when its first burst's data lands (`read_landed`).
         let data = if write { data } else { Vec::new() };
         let seq = self.next_seq;
@@ -487,6 +564,8 @@ impl DmaMaster {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::page_table::page_segments;
+    use proptest::prelude::{Just, Strategy};
 
     #[test]
     fn command_choice_by_length() {
@@ -542,12 +621,36 @@ mod tests {
                 return Ok(()); // page list too short for len: refused elsewhere
             };
             let want = eager(&segs, burst);
-            let plan = BurstPlan::new(segs, burst);
+            let plan = BurstPlan::new(pages, len, burst);
+            proptest::prop_assert!(plan.is_ok());
+            let plan = plan.unwrap_or_default();
             proptest::prop_assert_eq!(plan.len(), want.len());
             for (i, b) in want.iter().enumerate() {
                 proptest::prop_assert_eq!(plan.get(i), Some(*b));
             }
             proptest::prop_assert_eq!(plan.get(want.len()), None);
+            for (k, seg) in segs.iter().enumerate() {
+                proptest::prop_assert_eq!(plan.piece(k), Some(*seg));
+            }
+        }
+
+        /// A page list the plan refuses is one `page_segments` refuses, with the same
+        /// error (short lists, unaligned pages, ranges past 2^64, empty jobs).
+        #[test]
+        fn the_burst_plan_checks_the_page_list_like_page_segments(
+            pages in proptest::collection::vec(
+                proptest::prop_oneof![
+                    (0u64..64).prop_map(|f| f * 4096),
+                    0u64..(64 * 4096),
+                    (u64::MAX - 3 * 4096)..=u64::MAX,
+                ],
+                0..6,
+            ),
+            len in proptest::prop_oneof![Just(0u64), 1u64..(5 * 4096)],
+        ) {
+            let want = page_segments(&pages, len).map(|_| ());
+            let got = BurstPlan::new(pages, len, 512).map(|_| ());
+            proptest::prop_assert_eq!(got, want);
         }
     }
 }

@@ -84,7 +84,11 @@ struct Assembling {
     id: FrameId,
     msg: MsgId,
     len: usize,
+    /// The frame's bytes as they came (`len` of them once whole); once whole, followed
+    /// by its pad and FCS for the `auto_pad` in `finished`.
     data: Vec<u8>,
+    /// The `auto_pad` setting the pad and FCS after the data were made for, if made.
+    finished: Option<bool>,
     since: Time,
     started: bool,
     /// Bytes handed to the transmitter.
@@ -107,6 +111,8 @@ pub struct Dp83820Mac {
     txcfg: TxCfg,
     rxcfg: RxCfg,
     frames: VecDeque<Assembling>,
+    /// Byte buffers of frames sent, kept for the next frames (no allocation per frame).
+    spare: Vec<Vec<u8>>,
     rx_seq: u64,
     rx_whole: bool,
     pub(super) rx_fifo_used: u64,
@@ -137,6 +143,7 @@ impl Dp83820Mac {
             txcfg: TxCfg::decode(0),
             rxcfg: RxCfg::decode(0),
             frames: VecDeque::new(),
+            spare: Vec::new(),
             rx_seq: 0,
             rx_whole: true,
             rx_fifo_used: 0,
@@ -298,12 +305,16 @@ impl Dp83820Mac {
         let pos = match self.frames.iter().position(|f| f.seq == c.frame) {
             Some(p) => p,
             None if c.offset == 0 => {
+                // Room for the pad and FCS appended once the frame is whole.
+                let mut data = self.spare.pop().unwrap_or_default();
+                data.reserve(wire_total(true, c.len as usize));
                 self.frames.push_back(Assembling {
                     seq: c.frame,
                     id: FrameId(self.id_base + c.frame),
                     msg: c.msg,
                     len: c.len as usize,
-                    data: Vec::with_capacity(c.len as usize),
+                    data,
+                    finished: None,
                     since: c.since,
                     started: false,
                     given: 0,
@@ -350,6 +361,7 @@ impl Dp83820Mac {
             let Some(f) = self.frames.remove(pos) else {
                 break;
             };
+            self.keep_spare(f.data);
             tracing::error!(target: "mac::tx", id = f.id.0, "frame aborted before it started: not sent");
             ctx.send(
                 self.bus_side,
@@ -378,13 +390,12 @@ impl Dp83820Mac {
             if !f.started && (!ready || f.aborted) {
                 break; // later frames wait for this one
             }
-            let padded;
-            let bytes: &[u8] = if whole {
-                padded = wire_bytes(auto_pad, &f.data);
-                &padded
-            } else {
-                &f.data
-            };
+            if whole && f.finished != Some(auto_pad) {
+                f.data.truncate(f.len);
+                finish_wire_bytes(auto_pad, &mut f.data);
+                f.finished = Some(auto_pad);
+            }
+            let bytes: &[u8] = &f.data;
             if !f.started {
                 let prefix = Frame::new(f.id, f.msg, bytes);
                 if self.tx.enqueue_partial(prefix, total, ctx).is_err() {
@@ -403,6 +414,14 @@ impl Dp83820Mac {
         }
     }
 
+    /// Keeps the byte buffer of a frame that left for a later frame (a few at most).
+    fn keep_spare(&mut self, mut data: Vec<u8>) {
+        if self.spare.len() < 4 {
+            data.clear();
+            self.spare.push(data);
+        }
+    }
+
     fn tx_wake<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
         let Some(done) = self.tx.wake(ctx) else {
             return;
@@ -414,9 +433,10 @@ impl Dp83820Mac {
             self.stats.unexpected += 1;
             return;
         };
-        let Some(f) = self.frames.remove(pos) else {
+        let Some(mut f) = self.frames.remove(pos) else {
             return;
         };
+        self.keep_spare(std::mem::take(&mut f.data));
         ctx.span(f.msg, "tx fifo wait", f.ready_at, done.start);
         self.stats.tx_frames += 1;
         if done.underrun {
@@ -439,17 +459,14 @@ impl Dp83820Mac {
     }
 }
 
-/// A frame's bytes on the wire once all its `data` is in: zero pad to 60 bytes when
-/// `auto_pad`, then the FCS.
-fn wire_bytes(auto_pad: bool, data: &[u8]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(wire_total(auto_pad, data.len()));
-    b.extend_from_slice(data);
+/// Makes a frame's `data` (all of it in) its bytes on the wire, in place: zero pad to
+/// 60 bytes when `auto_pad`, then the FCS.
+fn finish_wire_bytes(auto_pad: bool, b: &mut Vec<u8>) {
     if auto_pad && b.len() < MIN_FRAME_LEN_NO_FCS {
         b.resize(MIN_FRAME_LEN_NO_FCS, 0);
     }
-    let crc = fcs(&b);
+    let crc = fcs(b);
     b.extend_from_slice(&crc.to_le_bytes());
-    b
 }
 
 /// Length on the wire of a frame of `len` data bytes \[bytes\]: pad (when `auto_pad`), FCS.

@@ -13,9 +13,10 @@ use super::bus::{Dp83820Bus, Req};
 use super::regs::isr;
 use super::TxOutcome;
 use crate::msg::MacMsg;
+use crate::tags::AddrTags;
 use pci_model::{PciMsg, TransactionDone};
 use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use via_abi::dp83820::{CmdSts, Descriptor, DescriptorRepr};
 
 /// TX status bit 25, TFU: transmit FIFO underrun (DP83820 datasheet, transmit cmdsts).
@@ -94,7 +95,7 @@ pub(super) struct TxDma {
     writing_back: Vec<(u64, Time, MsgId)>,
     ring_wait: Option<u64>,
     next_seq: u64,
-    tags: BTreeMap<u64, Tag>,
+    tags: AddrTags<Tag>,
     fetch: Option<(u64, Time, MsgId)>,
 }
 
@@ -110,7 +111,7 @@ impl TxDma {
             writing_back: Vec::new(),
             ring_wait: None,
             next_seq: 0,
-            tags: BTreeMap::new(),
+            tags: AddrTags::default(),
             fetch: None,
         }
     }
@@ -159,7 +160,7 @@ impl Dp83820Bus {
         }
         // The trace tag is looked up again when the descriptor has been read: the GEC
         // may hand this descriptor over while the read is already on its way.
-        let msg = self.tx.tags.get(&addr).map_or(MsgId(0), |t| t.msg);
+        let msg = self.tx.tags.get(addr).map_or(MsgId(0), |t| t.msg);
         self.tx.fetch = Some((addr, now, msg));
         self.tx.fsm.set(TxState::DescFetch, ctx);
         tracing::debug!(target: "mac::tx", addr, at = %now, "descriptor fetch");
@@ -195,7 +196,7 @@ impl Dp83820Bus {
         let (msg, ready_at) = self
             .tx
             .tags
-            .remove(&addr)
+            .remove(addr)
             .map_or((msg, None), |t| (t.msg, t.ready_at));
         // Spans: waiting for the engine (TXE seen before the fetch began), or the part of
         // the fetch after TXE was seen (the descriptor was read while TXE was on its way).

@@ -47,9 +47,10 @@ pub use params::GecParams;
 
 use crate::buffer_ram::{BufferLayout, BufferRam};
 use crate::msg::MacMsg;
+use crate::tags::AddrTags;
 use pci_model::{MasterId, PciMsg};
 use sim_kernel::{ComponentId, Ctx, Fsm, MsgId, StateName, Time};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Where the GEC is in bringing the DP83820 up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -144,7 +145,7 @@ pub struct Gec {
     pub(crate) waiting: VecDeque<TxRequest>,
     pub(crate) rx_slots: Vec<RxSlot>,
     pub(crate) rx_mac_next: u16,
-    pub(crate) rx_tags: BTreeMap<u64, MsgId>,
+    pub(crate) rx_tags: AddrTags<MsgId>,
     pub(crate) next_untraced: u64,
     pub(crate) stats: GecStats,
 }
@@ -182,7 +183,7 @@ impl Gec {
             waiting: VecDeque::new(),
             rx_slots: vec![RxSlot::Mac; nrx],
             rx_mac_next: 0,
-            rx_tags: BTreeMap::new(),
+            rx_tags: AddrTags::default(),
             next_untraced: UNTRACED_MSG_BASE,
             stats: GecStats::default(),
         }

@@ -79,7 +79,7 @@ impl Gec {
         cycles: u64,
         ctx: &mut Ctx<'_, M>,
     ) {
-        let core = ctx.my_domain().clone();
+        let core = ctx.my_domain();
         let start = core.edge_at_or_after(ctx.now().max(self.ram_free_at));
         let at = start + core.cycles(Cycles(cycles.max(1)));
         self.ram_free_at = at;

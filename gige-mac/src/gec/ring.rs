@@ -180,7 +180,7 @@ impl Gec {
         }
         self.rx_mac_next = (slot + 1) % self.layout.rx_slots.max(1);
         let desc = self.layout.rx_descriptor(slot).unwrap_or(0);
-        let msg = self.rx_tags.remove(&desc).unwrap_or_else(|| {
+        let msg = self.rx_tags.remove(desc).unwrap_or_else(|| {
             self.next_untraced += 1;
             MsgId(self.next_untraced)
         });

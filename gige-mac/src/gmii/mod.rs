@@ -361,7 +361,7 @@ impl GmiiTx {
         let now = ctx.now();
         let byte = ctx.my_domain().period();
         let link = self.link;
-        let peer = ctx.domain_of(link.peer).clone();
+        let peer = ctx.domain_of(link.peer);
         let Some(w) = self.on_wire.as_mut() else {
             self.stats.unexpected_wakes += 1;
             tracing::warn!(target: "mac::gmii", port = self.port.0, "data phase without a frame");

@@ -462,16 +462,15 @@ impl HostCpu {
         let mut bytes = vec![0u8; n]; // one buffer for every cached line of the write
                                       // Only the lines the cache holds have a copy to refresh (a buffer larger than the
                                       // cache has most of its lines elsewhere): memory is read for those alone.
-        for seg in self.page_table.segments(va, data.len() as u64)? {
-            let mut l = self.cache.line_of(seg.addr);
-            let end = seg.addr.saturating_add(seg.len);
-            while l < end {
-                if self.cache.holds(l) {
-                    mem.read(l, &mut bytes)?;
-                    self.cache.refresh(l, &bytes);
-                }
-                l = l.saturating_add(line);
-            }
+        let ranges: Vec<(u64, u64)> = self
+            .page_table
+            .segments(va, data.len() as u64)?
+            .iter()
+            .map(|s| (s.addr, s.len))
+            .collect();
+        for l in self.cache.held_lines_of(&ranges) {
+            mem.read(l, &mut bytes)?;
+            self.cache.refresh(l, &bytes);
         }
         Ok(())
     }

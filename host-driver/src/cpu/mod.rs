@@ -210,10 +210,11 @@ impl HostCpu {
         Ok(v)
     }
 
-    /// [`HostCpu::read_va`] into `buf` (resized to `len`; its memory is reused).
+    /// [`HostCpu::read_va`] into `buf` (its `len` bytes replace what it held; its memory
+    /// is reused, and not zeroed before the bytes are copied in).
     ///
     /// # Errors
-    /// An unmapped page or a range outside host memory (`buf` is left as it was).
+    /// An unmapped page (`buf` is left as it was) or a range outside host memory.
     pub fn read_va_into(
         &self,
         mem: &HostMemory,
@@ -221,9 +222,14 @@ impl HostCpu {
         len: usize,
         buf: &mut Vec<u8>,
     ) -> Result<(), pci_model::MemError> {
-        self.page_table.segments(va, len as u64)?; // unmapped or overflowing: no allocation
-        buf.resize(len, 0);
-        self.page_table.read(mem, va, buf)
+        // Unmapped or overflowing: `buf` untouched.
+        let segs = self.page_table.segments(va, len as u64)?;
+        buf.clear();
+        for seg in segs {
+            let n = usize::try_from(seg.len).unwrap_or(usize::MAX);
+            mem.read_append(seg.addr, n, buf)?;
+        }
+        Ok(())
     }
 
     /// The state the CPU is in.

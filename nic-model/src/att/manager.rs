@@ -196,6 +196,8 @@ pub struct AttManager {
     stats: AttStats,
     /// A bit flip scheduled and not applied yet (fault injection, `flip`).
     flip: Option<AttBitFlip>,
+    /// The bytes of the last SDRAM table read (a buffer kept between reads).
+    read_buf: Vec<u8>,
 }
 
 impl AttManager {
@@ -225,6 +227,7 @@ impl AttManager {
             next_tag: 0,
             stats: AttStats::default(),
             flip: None,
+            read_buf: Vec::new(),
         })
     }
 
@@ -355,8 +358,10 @@ impl AttManager {
                     if self.flip.is_some() {
                         self.apply_due_flip(ctx.now());
                     }
-                    let result = self.sdram_transfer();
-                    self.io_done(result, ctx);
+                    let mut buf = std::mem::take(&mut self.read_buf);
+                    let result = self.sdram_transfer(&mut buf);
+                    self.io_done(result.map(|()| &buf[..]), ctx);
+                    self.read_buf = buf;
                 } else {
                     self.stats.unexpected_completions += 1;
                     tracing::warn!(target: "nic::att", tag, "unexpected SDRAM completion");
@@ -383,7 +388,7 @@ impl AttManager {
     ) {
         let host = matches!(self.backend, Backend::Host { .. });
         if host && self.current.as_ref().is_some_and(|c| c.tag == tag) {
-            self.io_done(result, ctx);
+            self.io_done(result.as_ref().map(Vec::as_slice).map_err(|e| *e), ctx);
         } else {
             self.stats.unexpected_completions += 1;
             tracing::warn!(target: "nic::att", tag, "unexpected table port completion");
@@ -555,8 +560,10 @@ impl AttManager {
         });
     }
 
-    /// Moves the bytes of the completed SDRAM access (card ATT).
-    fn sdram_transfer(&mut self) -> Result<Vec<u8>, TableIoError> {
+    /// Moves the bytes of the completed SDRAM access (card ATT): a read's into `buf`
+    /// (emptied first; left empty by a write).
+    fn sdram_transfer(&mut self, buf: &mut Vec<u8>) -> Result<(), TableIoError> {
+        buf.clear();
         let (Some(c), Backend::Card(card)) = (&self.current, &mut self.backend) else {
             return Err(TableIoError::Bus { addr: 0 });
         };
@@ -567,12 +574,12 @@ impl AttManager {
                     len: *len,
                 };
                 let n = usize::try_from(*len).map_err(|_| out)?;
-                card.store.read_vec(*addr, n).map_err(|_| out)
+                buf.resize(n, 0);
+                card.store.read(*addr, buf).map_err(|_| out)
             }
             Io::Write { addr, data } => {
                 card.store
                     .write(*addr, data)
-                    .map(|()| Vec::new())
                     .map_err(|_| TableIoError::OutOfRange {
                         addr: *addr,
                         len: data.len() as u64,
@@ -585,7 +592,7 @@ impl AttManager {
     /// write): run the next phase or reply.
     fn io_done<M: From<NicMsg>>(
         &mut self,
-        result: Result<Vec<u8>, TableIoError>,
+        result: Result<&[u8], TableIoError>,
         ctx: &mut Ctx<'_, M>,
     ) {
         let Some(InFlight { phase, started, .. }) = self.current.take() else {
@@ -602,7 +609,7 @@ impl AttManager {
                 ctx.span(msg, "att L1 read", started, now);
                 let fetch = result
                     .map_err(TranslateError::TableRead)
-                    .and_then(|bytes| check_l1(&bytes, &t));
+                    .and_then(|bytes| check_l1(bytes, &t));
                 match fetch {
                     Ok(fetch) if fetch.count > 0 => {
                         self.stats.l2_reads += 1;
@@ -634,7 +641,7 @@ impl AttManager {
                 ctx.span(msg, "att L2 read", started, now);
                 let pieces = result
                     .map_err(TranslateError::TableRead)
-                    .and_then(|bytes| pieces_from_l2(&fetch, &bytes, &t));
+                    .and_then(|bytes| pieces_from_l2(&fetch, bytes, &t));
                 self.reply_translation(req, pieces, reply_to, ctx);
             }
             Phase::RegisterL2 {

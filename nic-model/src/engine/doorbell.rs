@@ -106,6 +106,11 @@ impl Engine {
         ) {
             return;
         }
+        // Nothing to park or dispatch (what most events see): the dispatcher is idle.
+        if self.doorbells.fifo.is_empty() {
+            self.doorbells.fsm.set(DoorbellState::Idle, io);
+            return;
+        }
         let (vis, send, params) = (&self.vis, &self.send, &self.params);
         self.doorbells
             .park_sends(|vi| vis.get(vi).is_some_and(|v| v.tx_active.is_some()));

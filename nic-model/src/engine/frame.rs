@@ -52,7 +52,15 @@ pub mod reject {
 
 /// The 54 header bytes of a frame from `src` to `dst`.
 pub fn headers(src: MacAddr, dst: MacAddr, h: &WireHeaderRepr) -> Vec<u8> {
-    let mut buf = vec![0u8; HEADERS_LEN];
+    let mut buf = Vec::new();
+    headers_into(&mut buf, src, dst, h);
+    buf
+}
+
+/// [`headers`] into `buf` (emptied first; its memory reused).
+pub fn headers_into(buf: &mut Vec<u8>, src: MacAddr, dst: MacAddr, h: &WireHeaderRepr) {
+    buf.clear();
+    buf.resize(HEADERS_LEN, 0);
     EthernetRepr {
         dst,
         src,
@@ -62,7 +70,6 @@ pub fn headers(src: MacAddr, dst: MacAddr, h: &WireHeaderRepr) -> Vec<u8> {
     h.emit(&mut WireHeader::new_unchecked(
         &mut buf[ethernet::HEADER_LEN..],
     ));
-    buf
 }
 
 /// A control header (FIRST | LAST, `msg_len = frag_len = payload_len`).

@@ -1,11 +1,12 @@
 //! The engine's effects as values (sans-IO): every unit of the engine takes its inputs
 //! and writes what it wants done into an [`Io`] outbox as [`Action`]s; it never touches
-//! the kernel. The [`Engine`](super::Engine) component builds one `Io` per message it
-//! handles and, when its units are done, applies the actions to the kernel in the order
-//! they were written ([`Io::apply`]). Nothing a unit reads during one message (the time,
-//! the clock domains) depends on the kernel calls of that message, so applying them at
-//! the end is the same as making them on the spot: the order of sends, wake-ups, spans
-//! and transitions within an event, and with it every result, is unchanged.
+//! the kernel. The [`Engine`](super::Engine) component gives one `Io` to each message it
+//! handles (the same one, emptied, each time) and, when its units are done, applies the
+//! actions to the kernel in the order they were written ([`Io::apply`]). Nothing a unit
+//! reads during one message (the time, the clock domains) depends on the kernel calls of
+//! that message, so applying them at the end is the same as making them on the spot: the
+//! order of sends, wake-ups, spans and transitions within an event, and with it every
+//! result, is unchanged.
 //!
 //! A unit test builds an `Io` with [`Io::new`], calls a unit and compares
 //! [`Io::take_actions`] with the actions it expects, at exact times, with no bus, no ATT
@@ -366,10 +367,13 @@ impl Io {
         }
     }
 
-    /// Takes the clock domains and the (applied, empty) action vector back out: the
-    /// engine keeps them between messages.
-    pub(crate) fn into_parts(self) -> ((ClockDomain, ClockDomain), Vec<Action>) {
-        ((self.core, self.gec), self.actions)
+    /// Makes an applied (empty) outbox the outbox of a new message at `now`: the
+    /// engine keeps one between messages, its clock domains and action vector with it.
+    #[inline]
+    pub(crate) fn restart(&mut self, now: Time, traced: bool) {
+        self.actions.clear();
+        self.now = now;
+        self.traced = traced;
     }
 }
 

@@ -24,7 +24,8 @@
 //!
 //! **Component.** One component in the FPGA core clock domain (`card.core`), with three
 //! handlers, [`Engine::on_pci`], [`Engine::on_nic`] and [`Engine::on_mac`], generic over
-//! the system message type ([`EngineMsg`]). Each builds an [`Io`] outbox, runs the
+//! the system message type ([`EngineMsg`]). Each takes an [`Io`] outbox (one, kept between
+//! messages), runs the
 //! sans-IO core ([`Engine::handle_pci`] / [`Engine::handle_nic`] /
 //! [`Engine::handle_mac`], which never touch the kernel) and applies the [`Action`]s it
 //! wrote, in order. Every handler is given the card's buffer RAM
@@ -113,7 +114,7 @@ use crate::msg::NicMsg;
 use gige_mac::{BufferLayout, BufferRam, MacMsg};
 use ids::DmaTag;
 use pci_model::{DmaStatus, PciMsg};
-use sim_kernel::{ClockDomain, Ctx, MsgId};
+use sim_kernel::{Ctx, MsgId};
 use unit::completion::Completion;
 use unit::doorbell::DoorbellUnit;
 use unit::outstanding::{AttFor, DmaFor, Outstanding};
@@ -151,10 +152,9 @@ pub struct Engine {
     retx: RetxTimer,
     /// The Send and Recv FIFO fills last recorded in the trace (levels, for waveforms).
     fifo_traced: (u64, u64),
-    /// The clock domains of the engine and the GEC, kept between messages for [`Io`].
-    clocks: Option<(ClockDomain, ClockDomain)>,
-    /// The action vector of the last message's outbox (empty), reused by the next.
-    outbox: Vec<Action>,
+    /// The outbox of the last message (applied, empty: its clock domains and action
+    /// vector), reused by the next; boxed, so handing it out and back moves a pointer.
+    io: Option<Box<Io>>,
 }
 
 impl Engine {
@@ -194,8 +194,7 @@ impl Engine {
             completion: Completion::default(),
             retx: RetxTimer::default(),
             fifo_traced: (0, 0),
-            clocks: None,
-            outbox: Vec::new(),
+            io: None,
         })
     }
 
@@ -274,20 +273,25 @@ impl Engine {
         self.finish(io, ctx);
     }
 
-    /// An outbox for the message being handled now.
-    fn begin<M>(&mut self, ctx: &Ctx<'_, M>) -> Io {
-        let (core, gec) = self.clocks.take().unwrap_or_else(|| {
-            (
-                ctx.my_domain().clone(),
-                ctx.domain_of(self.ports.gec).clone(),
-            )
-        });
-        let outbox = std::mem::take(&mut self.outbox);
-        Io::reusing(ctx.now(), (core, gec), outbox, ctx.tracing())
+    /// An outbox for the message being handled now (the last one's, restarted).
+    fn begin<M>(&mut self, ctx: &Ctx<'_, M>) -> Box<Io> {
+        match self.io.take() {
+            Some(mut io) => {
+                io.restart(ctx.now(), ctx.tracing());
+                io
+            }
+            None => {
+                let clocks = (
+                    ctx.my_domain().clone(),
+                    ctx.domain_of(self.ports.gec).clone(),
+                );
+                Box::new(Io::reusing(ctx.now(), clocks, Vec::new(), ctx.tracing()))
+            }
+        }
     }
 
     /// Applies the outbox to the kernel, in order.
-    fn finish<M: EngineMsg>(&mut self, mut io: Io, ctx: &mut Ctx<'_, M>) {
+    fn finish<M: EngineMsg>(&mut self, mut io: Box<Io>, ctx: &mut Ctx<'_, M>) {
         io.apply(&self.ports, ctx);
         if ctx.tracing() {
             let now = (self.send.tx.fifo.used, self.recv.front.fifo.used);
@@ -299,9 +303,7 @@ impl Engine {
             }
             self.fifo_traced = now;
         }
-        let (clocks, outbox) = io.into_parts();
-        self.clocks = Some(clocks);
-        self.outbox = outbox;
+        self.io = Some(io);
     }
 
     /// Sans-IO form of [`Engine::on_pci`]: the effects go into `io`.

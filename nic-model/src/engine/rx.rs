@@ -84,12 +84,13 @@ impl Engine {
         span(io, w.frame.msg, "header check", &mut w.mark);
         let slot_len = self.layout.slot_bytes;
         let len = u64::from(w.frame.len).min(slot_len);
-        let bytes = self
-            .layout
-            .rx_buffer(w.frame.slot)
-            .ok()
-            .and_then(|a| ram.read_vec(a, len).ok())
-            .unwrap_or_default();
+        // The frame's bytes (none if the slot is not in the RAM), in the kept buffer.
+        let mut bytes = std::mem::take(&mut self.recv.front.frame_buf);
+        bytes.resize(usize::try_from(len).unwrap_or(0), 0);
+        let read = self.layout.rx_buffer(w.frame.slot).ok();
+        if read.and_then(|a| ram.read(a, &mut bytes).ok()).is_none() {
+            bytes.clear();
+        }
         let parsed = match frame::parse(&bytes, self.params.mac) {
             Ok(p) => p,
             Err(e) => {
@@ -99,6 +100,7 @@ impl Engine {
                     RxDrop::Malformed => self.stats.rx_malformed += 1,
                 }
                 tracing::debug!(target: "nic::rx", ?e, "frame dropped");
+                self.recv.front.frame_buf = bytes;
                 self.rx_release(io);
                 return;
             }
@@ -156,5 +158,6 @@ impl Engine {
                 self.rx_release(io);
             }
         }
+        self.recv.front.frame_buf = bytes;
     }
 }

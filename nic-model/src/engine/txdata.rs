@@ -31,7 +31,7 @@
 //! handoff`.
 
 use super::fifo::Run;
-use super::frame::headers;
+use super::frame::headers_into;
 use super::ids::SendId;
 use super::io::{span, Io};
 use super::unit::retx::TxWindow;
@@ -64,12 +64,12 @@ impl Engine {
         if self.send.tx.slots.get(i).is_none_or(Option::is_some) {
             return false;
         }
-        let now = io.now();
-        let ready = now + io.my_domain().cycles(self.params.header_build_cycles);
-        let dst = self.slot_addr(i);
+        let ready = |io: &Io| io.now() + io.my_domain().cycles(self.params.header_build_cycles);
         let n = self.send.tx.slots.len();
         if let Some(c) = self.send.tx.control.pop_front() {
-            let mut data = headers(self.params.mac, c.dst, &c.hdr);
+            let (ready, dst) = (ready(io), self.slot_addr(i));
+            let mut data = self.send.tx.take_buf();
+            headers_into(&mut data, self.params.mac, c.dst, &c.hdr);
             data.extend_from_slice(&c.payload);
             let frame_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
             self.send.tx.mover.push(Run {
@@ -101,7 +101,7 @@ impl Engine {
             return false;
         }
         if let Some((vi, seq)) = self.next_resend() {
-            self.assign_resend(vi, seq, i, ready, io);
+            self.assign_resend(vi, seq, i, ready(io), io);
             return true;
         }
         let window = self.params.retx_window_frames;
@@ -130,6 +130,7 @@ impl Engine {
             return false;
         };
         self.send.tx.rr = id;
+        let ready = ready(io);
         self.assign_fragment(id, i, ready, io);
         true
     }
@@ -290,7 +291,8 @@ impl Engine {
             remote_handle: address.map_or(MemHandle::NULL, |a| a.remote_handle),
             immediate: desc.map_or(0, |d| d.immediate),
         };
-        let data = headers(mac, s.peer_mac, &hdr);
+        let mut data = self.send.tx.take_buf();
+        headers_into(&mut data, mac, s.peer_mac, &hdr);
         let frame_len = u32::try_from(data.len() as u64 + len).unwrap_or(u32::MAX);
         self.send.tx.mover.push(Run {
             bytes: data.len() as u64,

@@ -180,6 +180,7 @@ impl Engine {
                 {
                     s.runs = s.runs.saturating_sub(1);
                 }
+                self.send.tx.keep_buf(run.tag.data);
             }
             self.send.tx.mover.start_next(now, period);
         }
@@ -191,17 +192,23 @@ impl Engine {
         let n = self.send.tx.slots.len();
         loop {
             let i = self.send.tx.next_handoff;
-            let addr = self.slot_addr(i);
             // Not a miss: the next slot in ring order holds no fragment to hand over.
-            let Some(s) = self.send.tx.slots.get_mut(i).and_then(Option::as_mut) else {
+            let Some(s) = self.send.tx.slots.get(i).and_then(Option::as_ref) else {
                 return;
             };
             if s.handed || !s.filled() {
                 return;
             }
-            if s.poisoned && ram.write(addr + OP_OFFSET as u64, &[0]).is_err() {
+            if s.poisoned
+                && ram
+                    .write(self.slot_addr(i) + OP_OFFSET as u64, &[0])
+                    .is_err()
+            {
                 tracing::error!(target: "nic::tx", "TX slot outside the buffer RAM");
             }
+            let Some(s) = self.send.tx.slots.get_mut(i).and_then(Option::as_mut) else {
+                return self.bookkeeping_miss("TX slot being handed over");
+            };
             let delay = self.params.handoff_cycles;
             let arrive = io.gec_domain().edge_after(io.now(), delay.max(Cycles(1)));
             s.handed = true;

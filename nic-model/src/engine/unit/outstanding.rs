@@ -10,7 +10,7 @@ use crate::engine::io::{Action, Io};
 use crate::msg::ReqId;
 use pci_model::DmaDirection;
 use sim_kernel::MsgId;
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use via_abi::{MemHandle, ProtectionTag};
 
 /// What an outstanding translation is for.
@@ -58,13 +58,69 @@ pub(crate) enum DmaFor {
     DoorbellLink,
 }
 
+/// What each request still waiting for its answer is for, under the request's number.
+/// Numbers are handed out in increasing order and answers come back in about that
+/// order, so the waiting requests are a window of consecutive numbers: slot `i` holds
+/// number `base + i` (`None`: answered, or a number never asked with), and the answered
+/// ones at the front leave it. Putting and taking cost a few instructions, where a map
+/// would search and rebalance a tree.
+#[derive(Clone, Debug)]
+pub(crate) struct Waiting<V> {
+    base: u64,
+    slots: VecDeque<Option<V>>,
+}
+
+impl<V> Default for Waiting<V> {
+    fn default() -> Self {
+        Self {
+            base: 0,
+            slots: VecDeque::new(),
+        }
+    }
+}
+
+impl<V> Waiting<V> {
+    /// Puts `v` under number `n`, which is above every number put before.
+    pub(crate) fn insert(&mut self, n: u64, v: V) {
+        if self.slots.is_empty() {
+            self.base = n;
+        }
+        let i = n.saturating_sub(self.base);
+        debug_assert!(
+            n >= self.base + self.slots.len() as u64,
+            "numbers only grow"
+        );
+        while (self.slots.len() as u64) < i {
+            self.slots.push_back(None);
+        }
+        self.slots.push_back(Some(v));
+    }
+
+    /// What number `n` was for, taking it out (`None`: not waiting).
+    pub(crate) fn remove(&mut self, n: u64) -> Option<V> {
+        let i = usize::try_from(n.checked_sub(self.base)?).ok()?;
+        let v = self.slots.get_mut(i)?.take()?;
+        while self.slots.front().is_some_and(Option::is_none) {
+            self.slots.pop_front();
+            self.base += 1;
+        }
+        Some(v)
+    }
+
+    /// Whether nothing is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        // Answered slots never stay at the front, so a non-empty window holds one.
+        self.slots.is_empty()
+    }
+}
+
 /// The outstanding requests (see the module doc).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Outstanding {
     next_req: ReqId,
     next_dma: DmaTag,
-    att_wait: BTreeMap<ReqId, AttFor>,
-    dma_wait: BTreeMap<DmaTag, DmaFor>,
+    att_wait: Waiting<AttFor>,
+    dma_wait: Waiting<DmaFor>,
 }
 
 impl Outstanding {
@@ -77,12 +133,12 @@ impl Outstanding {
 
     /// What translation `req` was for, taking it out (`None`: no such request).
     pub(crate) fn take_att(&mut self, req: ReqId) -> Option<AttFor> {
-        self.att_wait.remove(&req)
+        self.att_wait.remove(req.0)
     }
 
     /// What DMA job `tag` was for, taking it out (`None`: no such job).
     pub(crate) fn take_dma(&mut self, tag: DmaTag) -> Option<DmaFor> {
-        self.dma_wait.remove(&tag)
+        self.dma_wait.remove(tag.0)
     }
 
     /// Whether nothing is outstanding.
@@ -104,7 +160,7 @@ impl Outstanding {
         ptag: ProtectionTag,
     ) {
         let req = self.new_req();
-        self.att_wait.insert(req, purpose);
+        self.att_wait.insert(req.0, purpose);
         io.push(Action::Translate {
             req,
             msg,
@@ -135,7 +191,7 @@ impl Outstanding {
     fn dma(&mut self, io: &mut Io, purpose: DmaFor, pages: Vec<u64>, direction: DmaDirection) {
         self.next_dma = self.next_dma.next();
         let tag = self.next_dma;
-        self.dma_wait.insert(tag, purpose);
+        self.dma_wait.insert(tag.0, purpose);
         io.push(Action::Dma {
             tag,
             direction,
@@ -185,6 +241,29 @@ pub(crate) fn pages_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiting_requests_come_back_in_any_order_and_leave_no_slot() {
+        let mut w = Waiting::default();
+        assert!(w.is_empty());
+        w.insert(5, 'a');
+        w.insert(6, 'b');
+        w.insert(9, 'c'); // 7 and 8 were never asked with
+        assert_eq!(w.remove(6), Some('b'));
+        assert_eq!(w.remove(6), None, "taken once");
+        assert_eq!(w.remove(7), None, "never put");
+        assert_eq!(w.remove(4), None, "below the window");
+        assert_eq!(w.remove(10), None, "above the window");
+        assert_eq!(w.remove(5), Some('a'));
+        assert!(!w.is_empty());
+        assert_eq!(w.remove(9), Some('c'));
+        assert!(w.is_empty());
+        assert_eq!(w.slots.len(), 0);
+        // A new window starts at the next number put.
+        w.insert(100, 'd');
+        assert_eq!(w.remove(100), Some('d'));
+        assert!(w.is_empty());
+    }
 
     #[test]
     fn page_lists_of_sub_ranges() {

@@ -72,6 +72,8 @@ pub(crate) struct RxPath {
     pub fifo: FifoSpace,
     pub mover: Mover<RxRun>,
     pub mover_fsm: Fsm<MoverState>,
+    /// The bytes of the frame whose header is checked (a buffer kept between frames).
+    pub frame_buf: Vec<u8>,
 }
 
 impl RxPath {
@@ -84,6 +86,7 @@ impl RxPath {
             fifo: FifoSpace::new(fifo),
             mover: Mover::default(),
             mover_fsm: Fsm::new("rx.mover", MoverState::Idle),
+            frame_buf: Vec::new(),
         }
     }
 }

@@ -448,6 +448,8 @@ pub(crate) struct TxPath {
     pub mover: Mover<TxRun>,
     pub mover_fsm: Fsm<MoverState>,
     pub control: VecDeque<ControlFrame>,
+    /// Byte buffers of TX runs that finished, kept for the next frames' headers.
+    pub spare: Vec<Vec<u8>>,
 }
 
 impl TxPath {
@@ -463,6 +465,19 @@ impl TxPath {
             mover: Mover::default(),
             mover_fsm: Fsm::new("tx.mover", MoverState::Idle),
             control: VecDeque::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// A byte buffer for a new run (a kept one if there is one; contents undefined).
+    pub fn take_buf(&mut self) -> Vec<u8> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Keeps the buffer of a finished run for a later one (a few at most).
+    pub fn keep_buf(&mut self, buf: Vec<u8>) {
+        if self.spare.len() < 4 {
+            self.spare.push(buf);
         }
     }
 
