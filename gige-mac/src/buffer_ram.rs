@@ -287,13 +287,15 @@ impl BufferRam {
 }
 
 /// `n` bytes of `bytes` (a RAM starting at `base`) from `addr` (zeros where outside).
+/// The bytes are copied into a new vector without zero-filling it first (only what lies
+/// outside the RAM is filled with zeros).
 fn copy_of(bytes: &[u8], base: u64, addr: u64, n: u64) -> Vec<u8> {
-    let mut out = vec![0u8; usize::try_from(n).unwrap_or(0)];
+    let n = usize::try_from(n).unwrap_or(0);
     let from = usize::try_from(addr.saturating_sub(base)).unwrap_or(usize::MAX);
-    if let Some(src) = bytes.get(from..) {
-        let k = out.len().min(src.len());
-        out[..k].copy_from_slice(&src[..k]);
-    }
+    let src = bytes.get(from..).unwrap_or_default();
+    let mut out = Vec::with_capacity(n);
+    out.extend_from_slice(&src[..n.min(src.len())]);
+    out.resize(n, 0);
     out
 }
 

@@ -21,6 +21,7 @@
 
 use crate::error::MemError;
 use sim_kernel::{Bytes, ComponentId, SplitMix64, Time};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -322,11 +323,13 @@ impl HostMemory {
             let a = pa + done as u64;
             let off = offset_in_page(a);
             let n = (PAGE_SIZE as usize - off).min(data.len() - done);
-            let frame = self
-                .frames
-                .entry(page_base(a))
-                .or_insert_with(|| Box::new([0u8; PAGE_SIZE as usize]));
-            frame[off..off + n].copy_from_slice(&data[done..done + n]);
+            let piece = &data[done..done + n];
+            match self.frames.entry(page_base(a)) {
+                Entry::Occupied(e) => e.into_mut()[off..off + n].copy_from_slice(piece),
+                Entry::Vacant(e) => {
+                    e.insert(new_frame(off, piece));
+                }
+            }
             done += n;
         }
         Ok(())
@@ -378,6 +381,19 @@ impl HostMemory {
     }
 }
 
+/// A new frame holding `piece` at `off`, zeros elsewhere: a whole page's bytes are
+/// copied straight in, without zero-filling the frame first.
+fn new_frame(off: usize, piece: &[u8]) -> Box<[u8; PAGE_SIZE as usize]> {
+    if piece.len() == PAGE_SIZE as usize {
+        if let Ok(whole) = Box::<[u8]>::from(piece).try_into() {
+            return whole; // off is 0: the piece is the page
+        }
+    }
+    let mut frame = Box::new([0u8; PAGE_SIZE as usize]);
+    frame[off..off + piece.len()].copy_from_slice(piece);
+    frame
+}
+
 #[allow(clippy::cast_possible_truncation)]
 fn offset_in_page(addr: u64) -> usize {
     (addr % PAGE_SIZE) as usize
@@ -412,6 +428,30 @@ mod tests {
         ));
         assert!(HostMemory::new(Bytes(1000), 1).is_err());
         assert!(HostMemory::new(Bytes(0), 1).is_err());
+    }
+
+    #[test]
+    fn new_frames_hold_the_piece_and_zeros() {
+        let mut m = HostMemory::new(Bytes(64 * PAGE_SIZE), 1).unwrap();
+        let page: Vec<u8> = (0..PAGE_SIZE)
+            .map(|i| u8::try_from(i % 251).unwrap() + 1)
+            .collect();
+        // A whole page into a new frame (copied straight in), one spilling into the next
+        // frame, and a piece inside a new frame.
+        m.write(0x3000, &page).unwrap();
+        m.write(0x5800, &page).unwrap();
+        m.write(0x8010, &[7, 8]).unwrap();
+        assert_eq!(m.touched_frames(), 4);
+        assert_eq!(m.read_vec(0x3000, page.len()).unwrap(), page);
+        assert_eq!(m.read_vec(0x5800, page.len()).unwrap(), page);
+        assert_eq!(m.read_vec(0x5000, 0x800).unwrap(), vec![0; 0x800]);
+        assert_eq!(m.read_vec(0x6800, 0x800).unwrap(), vec![0; 0x800]);
+        let mut want = vec![0u8; PAGE_SIZE as usize];
+        want[0x10..0x12].copy_from_slice(&[7, 8]);
+        assert_eq!(m.read_vec(0x8000, want.len()).unwrap(), want);
+        // A whole page over an existing frame replaces every byte.
+        m.write(0x8000, &page).unwrap();
+        assert_eq!(m.read_vec(0x8000, page.len()).unwrap(), page);
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! the HVIA-GE address translation table stores (hardware.md, "Address translation
 //! table"): the first entry is the physical address of the buffer's first byte (same
 //! offset within its page as the virtual address), each later entry is the base of the
-//! next page. [`page_segments`] turns such a list back into physically contiguous pieces,
-//! which is how the DMA master splits a transfer at page boundaries.
+//! next page. [`page_segments`] turns such a list back into physically contiguous pieces
+//! and is the reference for which lists are valid: the DMA master does not call it (its
+//! burst plan in `dma.rs` repeats its checks, in its order, and computes the pieces by
+//! arithmetic), nor does [`PageTable::segments`], which builds the same pieces straight
+//! from the table without a page list in between.
 
 use crate::error::MemError;
 use crate::memory::{page_base, HostMemory, PAGE_SIZE};
@@ -113,7 +116,40 @@ impl PageTable {
     /// # Errors
     /// Overflow or an unmapped page.
     pub fn segments(&self, va: u64, len: u64) -> Result<Vec<PhysSegment>, MemError> {
-        page_segments(&self.pages_of(va, len)?, len)
+        // What `page_segments(&self.pages_of(va, len)?, len)` gives, errors included,
+        // with one vector instead of two: every page is translated first (an unmapped
+        // page wins over an overflow), then each piece is checked in order.
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let last = va
+            .checked_add(len - 1)
+            .ok_or(MemError::Overflow { addr: va, len })?;
+        let pages = (page_base(last) - page_base(va)) / PAGE_SIZE + 1;
+        // No more room than the table has pages: a huge range fails at its first
+        // unmapped page without a huge allocation first.
+        let room = pages.min(self.map.len() as u64);
+        let mut segs = Vec::with_capacity(usize::try_from(room).unwrap_or(0));
+        let mut addr = self.translate(va)?;
+        let mut page = page_base(va);
+        let mut left = len;
+        loop {
+            let n = (PAGE_SIZE - addr % PAGE_SIZE).min(left);
+            segs.push(PhysSegment { addr, len: n });
+            left -= n;
+            if left == 0 {
+                break;
+            }
+            page += PAGE_SIZE;
+            addr = self.translate(page)?;
+        }
+        for s in &segs {
+            s.addr.checked_add(s.len).ok_or(MemError::Overflow {
+                addr: s.addr,
+                len: s.len,
+            })?;
+        }
+        Ok(segs)
     }
 
     /// Reads `buf.len()` bytes of virtual memory at `va`.
@@ -248,6 +284,44 @@ mod tests {
         assert_eq!(mem.read_vec(p0, 4).unwrap(), vec![1, 2, 3, 4]);
         assert_eq!(mem.read_vec(p1, 4).unwrap(), vec![5, 6, 7, 8]);
         assert!(pt.map_page(0x1000_1234, 0).is_err());
+    }
+
+    #[test]
+    fn segments_equal_page_segments_of_pages_of() {
+        let mut mem = HostMemory::new(Bytes(1 << 24), 5).unwrap();
+        let mut pt = PageTable::new();
+        pt.map_range(0x4000_0F00, 0x3200, &mut mem).unwrap(); // 0x4000_0000..0x4000_5000
+        pt.map_page(0x7000_0000, u64::MAX).unwrap(); // a frame at the top: pieces overflow
+        pt.map_page(0x7000_1000, 0x5000).unwrap();
+        let old = |va: u64, len: u64| page_segments(&pt.pages_of(va, len)?, len);
+        for (va, len) in [
+            (0x4000_0F00, 0x3200),
+            (0x4000_0000, 0x5000),
+            (0x4000_0FFF, 2),
+            (0x4000_1000, 1),
+            (0x4000_4FFF, 1),
+            (0x4000_4FFF, 2), // runs into an unmapped page
+            (0x3FFF_FFFF, 2), // starts in one
+            (0x4000_0000, 0),
+            (u64::MAX, 2), // overflows
+            (0x7000_0000, 4096),
+            (0x7000_0FFF, 2),      // overflowing piece, then a mapped page
+            (0x7000_0FFF, 0x1002), // overflowing piece, then an unmapped page
+            (0x4000_0000, 1 << 40),
+        ] {
+            assert_eq!(pt.segments(va, len), old(va, len), "{va:#x} + {len:#x}");
+        }
+        // The error cases above are the ones meant: an unmapped page wins over an
+        // overflowing piece before it.
+        assert_eq!(
+            pt.segments(0x7000_0FFF, 0x1002),
+            Err(MemError::Unmapped { va: 0x7000_2000 })
+        );
+        assert!(matches!(
+            pt.segments(0x7000_0FFF, 2),
+            Err(MemError::Overflow { .. })
+        ));
+        assert_eq!(pt.segments(0x4000_0F00, 0x3200).unwrap().len(), 5);
     }
 
     #[test]
