@@ -25,7 +25,7 @@ use crate::msg::{
     BusRequest, Command, DmaDirection, DmaDone, DmaJob, DmaStatus, MasterId, PciMsg,
     TransactionDone, TxnStatus,
 };
-use crate::page_table::PhysSegment;
+use crate::page_table::{check_page_list, PhysSegment};
 use crate::params::{BusWidth, DmaParams};
 use sim_kernel::{ComponentId, Ctx, Fsm, StateName, Time};
 use std::collections::VecDeque;
@@ -103,7 +103,7 @@ struct BurstPlan {
 
 impl BurstPlan {
     /// The plan of `len` bytes at `pages`, or why `page_segments` refuses the list (the
-    /// same error: its checks, in its order).
+    /// same error: both check with `check_page_list`).
     fn new(pages: Vec<u64>, len: u64, burst_bytes: u64) -> Result<Self, MemError> {
         let burst_bytes = burst_bytes.max(1);
         let bursts = |n: u64| usize::try_from(n.div_ceil(burst_bytes)).unwrap_or(usize::MAX);
@@ -119,37 +119,16 @@ impl BurstPlan {
         if len == 0 {
             return Ok(plan);
         }
-        let first = *plan.pages.first().ok_or(MemError::ShortPageList {
-            needed: 1,
-            given: 0,
-        })?;
-        let first_len = (PAGE_SIZE - first % PAGE_SIZE).min(len);
-        let needed = 1 + (len - first_len).div_ceil(PAGE_SIZE);
-        if (plan.pages.len() as u64) < needed {
-            return Err(MemError::ShortPageList {
-                needed,
-                given: plan.pages.len() as u64,
-            });
-        }
-        first.checked_add(first_len).ok_or(MemError::Overflow {
-            addr: first,
-            len: first_len,
-        })?;
-        let mut total = bursts(first_len);
-        let mut left = len - first_len;
-        for (index, &addr) in plan.pages.iter().enumerate().skip(1) {
-            if left == 0 {
-                break;
-            }
-            if addr % PAGE_SIZE != 0 {
-                return Err(MemError::UnalignedPage { index, addr });
-            }
-            let n = left.min(PAGE_SIZE);
-            addr.checked_add(n)
-                .ok_or(MemError::Overflow { addr, len: n })?;
-            total = total.saturating_add(bursts(n));
-            left -= n;
-        }
+        let first_len = check_page_list(&plan.pages, len)?;
+        // Every piece after the first is a whole page but the last.
+        let rest = len - first_len;
+        let whole = rest / PAGE_SIZE;
+        let total = bursts(first_len)
+            .saturating_add(
+                plan.page_bursts
+                    .saturating_mul(usize::try_from(whole).unwrap_or(usize::MAX)),
+            )
+            .saturating_add(bursts(rest % PAGE_SIZE));
         plan.first_len = first_len;
         plan.first_bursts = bursts(first_len);
         plan.total = total;

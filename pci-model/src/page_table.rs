@@ -190,6 +190,34 @@ pub fn page_segments(pages: &[u64], len: u64) -> Result<Vec<PhysSegment>, MemErr
     if len == 0 {
         return Ok(Vec::new());
     }
+    let first_len = check_page_list(pages, len)?;
+    let pieces = 1 + (len - first_len).div_ceil(PAGE_SIZE);
+    let mut segs = Vec::with_capacity(usize::try_from(pieces).map_or(0, |n| n.min(pages.len())));
+    let mut left = len;
+    for (i, &addr) in pages.iter().enumerate() {
+        if left == 0 {
+            break;
+        }
+        let n = if i == 0 {
+            first_len
+        } else {
+            left.min(PAGE_SIZE)
+        };
+        segs.push(PhysSegment { addr, len: n });
+        left -= n;
+    }
+    Ok(segs)
+}
+
+/// Checks the page list of a transfer of `len` (> 0) bytes as [`page_segments`] reads
+/// it, and returns the bytes of its first piece (from entry 0 to the end of its page, at
+/// most `len`); every later piece is a whole page but the last. The DMA master's burst
+/// plan checks its job's list with it, so both refuse a list with the same error.
+///
+/// # Errors
+/// The list is too short, a later entry is not page-aligned, or an address overflows
+/// (the first of these in the list's order).
+pub fn check_page_list(pages: &[u64], len: u64) -> Result<u64, MemError> {
     let first = *pages.first().ok_or(MemError::ShortPageList {
         needed: 1,
         given: 0,
@@ -206,10 +234,6 @@ pub fn page_segments(pages: &[u64], len: u64) -> Result<Vec<PhysSegment>, MemErr
         addr: first,
         len: first_len,
     })?;
-    let mut segs = vec![PhysSegment {
-        addr: first,
-        len: first_len,
-    }];
     let mut left = len - first_len;
     for (index, &addr) in pages.iter().enumerate().skip(1) {
         if left == 0 {
@@ -221,10 +245,9 @@ pub fn page_segments(pages: &[u64], len: u64) -> Result<Vec<PhysSegment>, MemErr
         let n = left.min(PAGE_SIZE);
         addr.checked_add(n)
             .ok_or(MemError::Overflow { addr, len: n })?;
-        segs.push(PhysSegment { addr, len: n });
         left -= n;
     }
-    Ok(segs)
+    Ok(first_len)
 }
 
 /// The ATT-style page list of a physically contiguous buffer at `pa`.
