@@ -258,7 +258,7 @@ impl PciBus {
 /// A master's REQ# hold-off after a Retry whose last clock is `last` (PCI 2.2 §3.4.1:
 /// off in the last clock and the idle one after; longer with a recovery time), as
 /// `complete.rs` sets it.
-fn retried(last: u64, recovery: u64) -> u64 {
+pub(super) fn retried(last: u64, recovery: u64) -> u64 {
     let hold = last + 2;
     if recovery > 0 {
         hold.max(last + 1 + recovery)

@@ -24,6 +24,7 @@
 //! system's lockstep harness compare both ways, and [`PciBus::set_retry_run_skew_clocks`]
 //! breaks it by a clock for the test that shows the harness catches it.
 
+use super::retry::retried;
 use super::words::{words, words_within};
 use super::PciBus;
 use crate::bridge::ReadClaim;
@@ -77,30 +78,23 @@ impl PciBus {
         let devsel = bridge.params().devsel.clocks();
         let frame = u64::from(all > 1);
         let recovery = port.recovery;
-        // The last clock of an attempt starting in `s`, and the first clock its master
-        // may start the next in (its REQ# hold-off, as `complete.rs` sets it).
-        let skew = self.retry_run_skew;
-        let next_of = |s: u64| {
-            let last = s + devsel + frame;
-            let mut hold = last + 2;
-            if recovery > 0 {
-                hold = hold.max(last + 1 + recovery);
-            }
-            hold.saturating_add(skew) + 1
-        };
         let commit = self.next_commit_clock().unwrap_or(u64::MAX);
         let mut s = c;
         let mut attempts = 0u64;
         loop {
-            let next = next_of(s);
+            // The attempt's last clock and its master's REQ# hold-off after it: the next
+            // attempt starts in the clock after the hold-off.
+            let last = s + devsel + frame;
+            let hold = retried(last, recovery).saturating_add(self.retry_run_skew);
             // The whole attempt and its idle clocks by `target`, no commit among them.
-            if next - 1 > target || commit < next {
+            if hold > target || commit <= hold {
                 break;
             }
             let Some(bridge) = self.bridge.as_ref() else {
                 break;
             };
-            let at = self.edge(s + devsel);
+            let dev = s + devsel;
+            let at = self.edge(dev);
             let (first_data, limit) = match bridge.read_claim(addr, command, at) {
                 ReadClaim::Latched(slot) => (slot.first_data, slot.limit),
                 ReadClaim::New { first_data, limit } => (first_data, limit),
@@ -110,9 +104,9 @@ impl PciBus {
             if first_data <= at || words_within(addr, end, w, limit) == 0 {
                 break;
             }
-            self.apply_retry_attempt(m, s, (addr, end, command, tag), (devsel, frame, w));
+            self.apply_retry_attempt(m, (s, dev, last, hold), (addr, end, command, tag), w);
             attempts += 1;
-            s = next;
+            s = hold + 1;
         }
         if attempts == 0 {
             return 0;
@@ -123,17 +117,18 @@ impl PciBus {
         n
     }
 
-    /// One Retry attempt of master `m`'s read starting in clock `s`, with its idle
-    /// clocks up to the next attempt (see the module doc).
+    /// One Retry attempt of master `m`'s read from its address clock `s` (DEVSEL# in
+    /// clock `dev`) to its last clock `last`, with its idle clocks up to the master's
+    /// hold-off `hold` (see the module doc).
     fn apply_retry_attempt(
         &mut self,
         m: usize,
-        s: u64,
+        (s, dev, last, hold): (u64, u64, u64, u64),
         (addr, end, command, tag): (u64, u64, Command, u64),
-        (devsel, frame, w): (u64, u64, u64),
+        w: u64,
     ) {
         let t_s = self.edge(s);
-        let last = s + devsel + frame;
+        let at = self.edge(dev);
         // Address phase: the arbiter records the start, the request its transaction.
         self.arb.record_start(m);
         if let Some(head) = self.masters.get_mut(m).and_then(|p| p.queue.front_mut()) {
@@ -143,18 +138,13 @@ impl PciBus {
         }
         tracing::trace!(target: "pci::bus", master = m, cmd = command.name(), addr, bytes = end - addr, clock = s, "address phase");
         // DEVSEL#: the bridge latches the read (or finds it latched) and Retries.
-        let at = self.edge(s + devsel);
         if let Some(b) = self.bridge.as_mut() {
             let _ = b.claim_read(addr, command, at);
             b.stats.read_retries += 1;
         }
         // Hold-off after a target termination, and the master's recovery.
-        let mut hold = last + 2;
         if let Some(p) = self.masters.get_mut(m) {
-            if p.recovery > 0 {
-                hold = hold.max(last + 1 + p.recovery);
-            }
-            p.hold_until = hold.saturating_add(self.retry_run_skew);
+            p.hold_until = hold;
         }
         tracing::trace!(target: "pci::bus", master = m, addr, bytes = 0u64, last, end = TenureEnd::Retry.name(), "transaction end");
         if self.log.is_some() && self.log_keeps(tag) {
@@ -171,22 +161,22 @@ impl PciBus {
                     last_data_clock: None,
                     last_clock: last,
                     end: TenureEnd::Retry,
-                    devsel_clock: Some(s + devsel),
+                    devsel_clock: Some(dev),
                     phase_bytes: w,
                     data: Vec::new(),
                 });
             }
         }
         let busy = last + 1 - s;
-        let next = self.masters.get(m).map_or(last + 2, |p| p.hold_until) + 1;
-        let idle = next - (last + 1);
+        // The turnaround and the idle clocks up to the next attempt's address phase.
+        let idle = hold - last;
         self.stats.transactions += 1;
         self.stats.retries += 1;
         self.stats.cycles += busy + idle;
         self.stats.busy_cycles += busy;
         self.stats.idle_cycles += idle;
-        // The clocks before DEVSEL#, the STOP# clock and the one after it.
-        self.stats.wait_cycles += devsel + frame;
+        // The clocks after the address phase: before DEVSEL#, STOP#, and the one after.
+        self.stats.wait_cycles += last - s;
         if let Some(st) = self.stats.per_master.get_mut(m) {
             st.transactions += 1;
             st.retries += 1;
