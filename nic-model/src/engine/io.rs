@@ -378,6 +378,11 @@ impl Io {
 }
 
 impl TransitionSink for Io {
+    #[inline]
+    fn records_transitions(&self) -> bool {
+        self.traced
+    }
+
     fn record_transition(&mut self, machine: &'static str, from: &'static str, to: &'static str) {
         if !self.traced {
             return;
