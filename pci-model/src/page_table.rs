@@ -5,10 +5,10 @@
 //! table"): the first entry is the physical address of the buffer's first byte (same
 //! offset within its page as the virtual address), each later entry is the base of the
 //! next page. [`page_segments`] turns such a list back into physically contiguous pieces
-//! and is the reference for which lists are valid: the DMA master does not call it (its
-//! burst plan in `dma.rs` repeats its checks, in its order, and computes the pieces by
-//! arithmetic), nor does [`PageTable::segments`], which builds the same pieces straight
-//! from the table without a page list in between.
+//! and is the reference for which lists are valid: its checks are [`check_page_list`],
+//! which the DMA master's burst plan in `dma.rs` also calls before it computes the pieces
+//! by arithmetic; [`PageTable::segments`] builds the same pieces straight from the table
+//! without a page list in between.
 
 use crate::error::MemError;
 use crate::memory::{page_base, HostMemory, PAGE_SIZE};

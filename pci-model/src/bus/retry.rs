@@ -43,17 +43,17 @@ enum Shadow {
 
 /// The read the look-ahead follows: what stays fixed through its retry loop.
 #[derive(Clone, Copy, Debug)]
-struct Read {
-    addr: u64,
-    end: u64,
-    command: Command,
+pub(super) struct Read {
+    pub(super) addr: u64,
+    pub(super) end: u64,
+    pub(super) command: Command,
     /// Bytes per data phase, and the data phases the master wants.
-    w: u64,
-    all: u64,
-    devsel: u64,
+    pub(super) w: u64,
+    pub(super) all: u64,
+    pub(super) devsel: u64,
     /// Memory streams a word per clock once the first is there.
-    stream_ok: bool,
-    recovery: u64,
+    pub(super) stream_ok: bool,
+    pub(super) recovery: u64,
 }
 
 impl Read {
@@ -66,6 +66,28 @@ impl Read {
 }
 
 impl PciBus {
+    /// What stays fixed through the retry loop of the sole read `sole` (see
+    /// [`PciBus::sole_bridge_read`]); `None` where the bridge target-aborts it.
+    pub(super) fn read_of(&self, (m, port, head, ti): SoleRead<'_>) -> Option<Read> {
+        let addr = head.req.addr + head.done;
+        let end = head.req.addr + head.total;
+        let bridge = self.bridge.as_ref()?;
+        if bridge.target_aborts(addr) {
+            return None;
+        }
+        let w = self.width_for(m, ti);
+        Some(Read {
+            addr,
+            end,
+            command: head.req.command,
+            w,
+            all: words(addr, end, w),
+            devsel: bridge.params().devsel.clocks(),
+            stream_ok: bridge.stream_keeps_up(w, self.period_ps),
+            recovery: port.recovery,
+        })
+    }
+
     /// With clock `c` stepped, no trace, and the only queued work one master's read of
     /// host memory through the bridge that has moved no data in its current
     /// transaction: the last clock of the first attempt that moves data, found by
@@ -76,28 +98,13 @@ impl PciBus {
     /// or past the look-ahead's horizon.
     /// `sole` is [`PciBus::sole_bridge_read`] in this state.
     pub(super) fn retry_loop_output(&self, c: u64, sole: Option<SoleRead<'_>>) -> Option<u64> {
-        let (m, port, head, ti) = sole?;
         if self.masters.len() > LOOKAHEAD_MASTERS {
             return None;
         }
-        let command = head.req.command;
-        let addr = head.req.addr + head.done;
-        let end = head.req.addr + head.total;
+        let sole @ (m, port, head, ti) = sole?;
+        let r = self.read_of(sole)?;
+        let (command, addr, end, w) = (r.command, r.addr, r.end, r.w);
         let bridge = self.bridge.as_ref()?;
-        if bridge.target_aborts(addr) {
-            return None;
-        }
-        let w = self.width_for(m, ti);
-        let r = Read {
-            addr,
-            end,
-            command,
-            w,
-            all: words(addr, end, w),
-            devsel: bridge.params().devsel.clocks(),
-            stream_ok: bridge.stream_keeps_up(w, self.period_ps),
-            recovery: port.recovery,
-        };
         if !r.full_speed(r.all > 1) {
             return None; // the older bounds wake the bus where the data moves
         }
@@ -233,11 +240,9 @@ impl PciBus {
     /// master's hold-off, a fixed period later; the first whose DEVSEL# edge finds the
     /// data moves it. `slot`: the read's slot, if an earlier attempt latched it (else
     /// this one does).
+    /// Its caller has checked that the attempt that moves data does so at full speed.
     fn periodic_retries(&self, r: &Read, s: u64, slot: Option<(Time, u64)>) -> Option<u64> {
         let frame = r.all > 1;
-        if !r.full_speed(frame) {
-            return None;
-        }
         let (first_data, limit) = match slot {
             Some(slot) => slot,
             None => self.claim_at(r, s + r.devsel)?,
@@ -245,13 +250,12 @@ impl PciBus {
         let n = words_within(r.addr, r.end, r.w, limit).min(r.all);
         let period = retried(s + r.devsel + u64::from(frame), r.recovery) + 1 - s;
         // The first clock whose edge is at or after the first data.
-        let since = first_data.as_ps().saturating_sub(self.phase_ps);
-        let ready = since.div_ceil(self.period_ps.max(1));
+        let ready = self.clock_at(first_data);
         let mut d = s + r.devsel;
         if d < ready {
             d += (ready - d).div_ceil(period) * period;
         }
-        r.full_speed(frame).then_some(d + n - 1)
+        Some(d + n - 1)
     }
 }
 

@@ -25,7 +25,7 @@
 //! breaks it by a clock for the test that shows the harness catches it.
 
 use super::retry::retried;
-use super::words::{words, words_within};
+use super::words::words_within;
 use super::PciBus;
 use crate::bridge::ReadClaim;
 use crate::msg::Command;
@@ -59,25 +59,19 @@ impl PciBus {
         {
             return 0;
         }
-        let Some((m, port, head, ti)) = self.sole_bridge_read() else {
+        let Some(sole @ (m, port, head, _)) = self.sole_bridge_read() else {
             return 0;
         };
         // The master starts in clock `c`: GNT# parked on it and its REQ# line on.
         if self.arb.gnt() != Some(m) || c < port.req_on_from(head) {
             return 0;
         }
-        let addr = head.req.addr + head.done;
-        let end = head.req.addr + head.total;
-        let command = head.req.command;
-        if bridge.target_aborts(addr) {
-            return 0;
-        }
-        let w = self.width_for(m, ti);
-        let all = words(addr, end, w);
         let tag = head.req.tag;
-        let devsel = bridge.params().devsel.clocks();
-        let frame = u64::from(all > 1);
-        let recovery = port.recovery;
+        let Some(r) = self.read_of(sole) else {
+            return 0; // target-aborted: stepped
+        };
+        let (addr, end, command, w, devsel) = (r.addr, r.end, r.command, r.w, r.devsel);
+        let frame = u64::from(r.all > 1);
         let commit = self.next_commit_clock().unwrap_or(u64::MAX);
         let mut s = c;
         let mut attempts = 0u64;
@@ -85,7 +79,7 @@ impl PciBus {
             // The attempt's last clock and its master's REQ# hold-off after it: the next
             // attempt starts in the clock after the hold-off.
             let last = s + devsel + frame;
-            let hold = retried(last, recovery).saturating_add(self.retry_run_skew);
+            let hold = retried(last, r.recovery).saturating_add(self.retry_run_skew);
             // The whole attempt and its idle clocks by `target`, no commit among them.
             if hold > target || commit <= hold {
                 break;
