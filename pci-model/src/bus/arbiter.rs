@@ -44,6 +44,13 @@ impl Arbiter {
         self.gnt
     }
 
+    /// The master GNT# is parked on, when the policy keeps it there (`LastMaster`): a
+    /// clock in which no other master's REQ# line is on changes nothing then, whether
+    /// its own line is on or not, and whether the bus is idle or not.
+    pub(crate) fn parked_on(&self) -> Option<usize> {
+        self.gnt.filter(|_| self.park == ParkPolicy::LastMaster)
+    }
+
     /// Whether a clock with no REQ# on an idle bus leaves GNT# unchanged.
     pub(crate) fn stable_when_idle(&self) -> bool {
         self.gnt.is_none() || self.park == ParkPolicy::LastMaster
