@@ -44,6 +44,13 @@ impl Arbiter {
         self.gnt
     }
 
+    /// The master GNT# is parked on, when the policy keeps it there (`LastMaster`): a
+    /// clock in which no other master's REQ# line is on changes nothing then, whether
+    /// its own line is on or not, and whether the bus is idle or not.
+    pub(crate) fn parked_on(&self) -> Option<usize> {
+        self.gnt.filter(|_| self.park == ParkPolicy::LastMaster)
+    }
+
     /// Whether a clock with no REQ# on an idle bus leaves GNT# unchanged.
     pub(crate) fn stable_when_idle(&self) -> bool {
         self.gnt.is_none() || self.park == ParkPolicy::LastMaster
@@ -84,6 +91,41 @@ impl Arbiter {
         }
     }
 
+    /// [`Arbiter::step`] when no REQ# line but master `m`'s can be on (`on`: whether
+    /// it is): the same decisions without a slice of lines to scan.
+    #[inline]
+    pub(crate) fn step_one(&mut self, m: usize, on: bool, started: Option<usize>, bus_idle: bool) {
+        if let Some(s) = started {
+            self.used = true;
+            self.last = Some(s);
+        }
+        match self.gnt {
+            // The round-robin order has only `m` to choose.
+            None => {
+                if on {
+                    self.gnt = Some(m);
+                    self.used = false;
+                }
+            }
+            // Another master's line is on only if `m` is not the one granted: then the
+            // granted one's line is off, so it has no turn to keep.
+            Some(g) if on && g != m => {
+                if bus_idle {
+                    self.gnt = None;
+                } else {
+                    self.gnt = Some(m);
+                    self.used = false;
+                }
+            }
+            Some(g) => {
+                let mine = on && g == m;
+                if !mine && bus_idle && self.park == ParkPolicy::None {
+                    self.gnt = None;
+                }
+            }
+        }
+    }
+
     /// [`Arbiter::step`] in the clock master `m` starts a transaction with GNT#, when
     /// no other master's REQ# line is on: only the record of who started changes.
     pub(crate) fn record_start(&mut self, m: usize) {
@@ -115,6 +157,43 @@ impl Arbiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `step_one` decides as `step` does with only one line that can be on, in every
+    /// arbiter state, for up to four masters.
+    #[test]
+    fn step_one_is_step_with_one_line() {
+        let opt = |n: usize| (0..=n).map(move |i| (i < n).then_some(i));
+        for n in 1..=4 {
+            for park in [ParkPolicy::LastMaster, ParkPolicy::None] {
+                for gnt in opt(n) {
+                    for last in opt(n) {
+                        for used in [false, true] {
+                            for m in 0..n {
+                                for on in [false, true] {
+                                    for started in opt(n) {
+                                        for bus_idle in [false, true] {
+                                            let a = Arbiter {
+                                                gnt,
+                                                used,
+                                                last,
+                                                park,
+                                            };
+                                            let mut reqs = vec![false; n];
+                                            reqs[m] = on;
+                                            let (mut x, mut y) = (a.clone(), a);
+                                            x.step(&reqs, started, bus_idle);
+                                            y.step_one(m, on, started, bus_idle);
+                                            assert_eq!(x, y, "{n} {m} {on} {started:?} {bus_idle}");
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn round_robin_and_idle_gap() {

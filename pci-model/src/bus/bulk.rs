@@ -57,8 +57,12 @@ impl PciBus {
             return;
         };
         let end = c + n;
+        // With no request queued but the one in progress, every REQ# line is off: in
+        // busy clocks the arbiter keeps its state then and nobody waits for GNT# (as in
+        // `step`'s path for that case), so only the counters below move.
+        let lines_off = self.queued <= 1;
         let mut reqs = std::mem::take(&mut self.reqs_buf);
-        let mut k = c;
+        let mut k = if lines_off { end } else { c };
         while k < end {
             self.req_lines(k, &mut reqs);
             let stretch_end = self.next_req_change(k, end);

@@ -99,8 +99,17 @@ impl PciBus {
         );
         let lines_off = self.queued == 0 || (self.queued == 1 && self.active.is_some());
         let gnt_prev = self.arb.gnt();
+        // All queued work one master's (the owner's, or the granted master's): only its
+        // line can be on, and it is found without filling every line.
+        let sole = if lines_off {
+            None
+        } else {
+            self.sole_requester(gnt_prev, c)
+        };
         let gnt_req = if lines_off {
             false
+        } else if let Some((m, on)) = sole {
+            on && gnt_prev == Some(m)
         } else {
             // REQ# lines in a buffer the bus keeps: no allocation per clock.
             let busy = self.active.as_ref().map_or(usize::MAX, |t| t.master);
@@ -230,6 +239,15 @@ impl PciBus {
             self.arb.step_no_requests(to == P::Idle);
             return;
         }
+        if let Some((m, on)) = sole {
+            self.arb.step_one(m, on, started, to == P::Idle);
+            if on && started != Some(m) && owner != Some(m) {
+                if let Some(s) = self.stats.per_master.get_mut(m) {
+                    s.wait_for_grant_cycles += 1;
+                }
+            }
+            return;
+        }
         let reqs = &self.reqs_buf;
         self.arb.step(reqs, started, to == P::Idle);
         for (m, &r) in reqs.iter().enumerate() {
@@ -264,6 +282,20 @@ impl PciBus {
         }
     }
 
+    /// When every queued request is master `m`'s, `m` being the owner of the transaction
+    /// in progress or else the master granted in the previous clock (`gnt_prev`): `m`
+    /// and its REQ# line in clock `c - 1` (every other line is off).
+    #[inline]
+    fn sole_requester(&self, gnt_prev: Option<usize>, c: u64) -> Option<(usize, bool)> {
+        let busy = self.active.as_ref().map(|t| t.master);
+        let m = busy.or(gnt_prev)?;
+        let port = self
+            .masters
+            .get(m)
+            .filter(|p| p.queue.len() == self.queued)?;
+        Some((m, req_line(port, busy == Some(m), c)))
+    }
+
     /// REQ# of every master in clock `c - 1` (none before clock 0), into `out`.
     pub(super) fn req_lines(&self, c: u64, out: &mut Vec<bool>) {
         let busy = self.active.as_ref().map_or(usize::MAX, |t| t.master);
@@ -284,16 +316,23 @@ impl PciBus {
 fn fill_req_lines(masters: &[super::MasterPort], busy: usize, c: u64, out: &mut Vec<bool>) {
     // The buffer keeps its length from clock to clock: each line is overwritten.
     out.resize(masters.len(), false);
-    let Some(prev) = c.checked_sub(1) else {
-        out.fill(false);
-        return;
-    };
     for (m, (line, port)) in out.iter_mut().zip(masters).enumerate() {
-        let next = if m == busy {
-            port.queue.get(1)
-        } else {
-            port.queue.front()
-        };
-        *line = prev >= port.hold_until && next.is_some_and(|q| q.arrival <= prev);
+        *line = req_line(port, m == busy, c);
     }
+}
+
+/// REQ# of one master in clock `c - 1` (off before clock 0): on once its hold-off has
+/// passed and the request it asks the bus for has arrived. `busy`: it owns the
+/// transaction in progress, so it requests for the request queued behind that one.
+#[inline(always)]
+fn req_line(port: &super::MasterPort, busy: bool, c: u64) -> bool {
+    let Some(prev) = c.checked_sub(1) else {
+        return false;
+    };
+    let next = if busy {
+        port.queue.get(1)
+    } else {
+        port.queue.front()
+    };
+    prev >= port.hold_until && next.is_some_and(|q| q.arrival <= prev)
 }

@@ -51,6 +51,32 @@ impl PciBus {
         if self.active.is_some() || n > LOOKAHEAD_MASTERS {
             return None;
         }
+        // The common case without stepping: GNT# parked on the only master with work.
+        // No other line is ever on, so no clock changes the arbiter (`parked_on`), and
+        // the master starts in the first idle clock (after the turnaround, if this is
+        // one) in which its own line is on.
+        if let Some(g) = self.arb.parked_on() {
+            if let Some(p) = self.masters.get(g).filter(|p| p.queue.len() == self.queued) {
+                let first_idle = if self.phase.state() == BusPhase::Idle {
+                    c + 1
+                } else {
+                    c + 2
+                };
+                let first = p
+                    .queue
+                    .front()
+                    .map(|q| (first_idle.max(p.req_on_from(q)), g));
+                debug_assert_eq!(first, self.first_start_stepped(c), "parked start at {c}");
+                return first;
+            }
+        }
+        self.first_start_stepped(c)
+    }
+
+    /// [`PciBus::first_start_after`] by stepping a copy of the arbiter clock by clock
+    /// (jumping over clocks in which nothing can change).
+    fn first_start_stepped(&self, c: u64) -> Option<(u64, usize)> {
+        let n = self.masters.len();
         let last_on = self
             .masters
             .iter()
