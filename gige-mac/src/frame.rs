@@ -212,6 +212,30 @@ pub fn check_fcs_with(limits: FrameLimits, frame: &[u8]) -> Result<EthernetFrame
     Ok(EthernetFrame::new_unchecked(body))
 }
 
+/// [`check_fcs_with`] of a frame in flight: the same verdict, without computing the CRC
+/// again for a frame made by [`Frame::with_fcs`] (its FCS is the CRC of its bytes by
+/// construction, and the bytes cannot change since).
+///
+/// # Errors
+/// As [`check_fcs`].
+pub fn check_frame_with(limits: FrameLimits, frame: &Frame) -> Result<(), FcsError> {
+    if frame.fcs_known_good {
+        let len = frame.len();
+        let min = limits.min_len.max(HEADER_LEN + FCS_LEN);
+        if len < min {
+            return Err(FcsError::Runt { len, min });
+        }
+        if len > limits.max_len {
+            return Err(FcsError::TooLong {
+                len,
+                max: limits.max_len,
+            });
+        }
+        return Ok(());
+    }
+    check_fcs_with(limits, frame.bytes()).map(|_| ())
+}
+
 /// Identifies a frame for traces and for the MAC that sent it (e.g. its descriptor).
 /// Chosen by the sender; a switch forwards a frame under the same id.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -219,13 +243,36 @@ pub struct FrameId(pub u64);
 
 /// A frame in flight: its bytes exactly as they follow the SFD on the wire (FCS
 /// included), shared cheaply between the sender, the wire and the receiver.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Equality and `Debug` look at the id, the message and the bytes only.
+#[derive(Clone)]
 pub struct Frame {
     /// The frame's id (sender's choice).
     pub id: FrameId,
     /// The message or transaction it belongs to, for trace spans and breakdowns.
     pub msg: MsgId,
     bytes: Arc<[u8]>,
+    /// The last four bytes are the FCS of the others, as the sending MAC computed it
+    /// ([`Frame::with_fcs`]): [`check_frame_with`] need not compute the CRC again.
+    fcs_known_good: bool,
+}
+
+impl PartialEq for Frame {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.msg == other.msg && self.bytes == other.bytes
+    }
+}
+
+impl Eq for Frame {}
+
+impl core::fmt::Debug for Frame {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Frame")
+            .field("id", &self.id)
+            .field("msg", &self.msg)
+            .field("bytes", &self.bytes)
+            .finish()
+    }
 }
 
 impl Frame {
@@ -237,6 +284,29 @@ impl Frame {
             id,
             msg,
             bytes: bytes.into(),
+            fcs_known_good: false,
+        }
+    }
+
+    /// A frame whose `bytes` end with the FCS the sending MAC has just computed over the
+    /// others (header through pad; the caller's promise, checked in debug builds). The
+    /// bytes are the same as [`Frame::new`]'s; the receiver's check gives the same
+    /// verdict without computing the CRC a second time ([`check_frame_with`]).
+    #[must_use]
+    pub fn with_fcs(id: FrameId, msg: MsgId, bytes: impl Into<Arc<[u8]>>) -> Self {
+        let bytes: Arc<[u8]> = bytes.into();
+        debug_assert!(
+            bytes.len() >= FCS_LEN && {
+                let (body, tail) = bytes.split_at(bytes.len() - FCS_LEN);
+                tail == fcs(body).to_le_bytes()
+            },
+            "Frame::with_fcs: the bytes do not end with their FCS"
+        );
+        Self {
+            id,
+            msg,
+            bytes,
+            fcs_known_good: true,
         }
     }
 
@@ -433,6 +503,24 @@ mod tests {
             f[i] ^= 1 << bit;
             let is_mismatch = matches!(check_fcs(&f), Err(FcsError::Mismatch { .. }));
             prop_assert!(is_mismatch);
+        }
+
+        /// A frame made with its FCS gets the verdict of the full check under any
+        /// limits, and equals the same bytes made with `Frame::new`.
+        #[test]
+        fn frames_with_their_fcs_check_like_the_full_check(
+            payload in prop::collection::vec(any::<u8>(), 0..=1600),
+            min_len in 0usize..100,
+            max_len in 0usize..1700,
+        ) {
+            let bytes = finish([&[0u8; 14][..], &payload].concat(), FrameLimits { min_len: 0, max_len: usize::MAX }).unwrap();
+            let limits = FrameLimits { min_len, max_len };
+            let known = Frame::with_fcs(FrameId(7), MsgId(8), bytes.clone());
+            let plain = Frame::new(FrameId(7), MsgId(8), bytes.clone());
+            prop_assert_eq!(&known, &plain);
+            let want = check_fcs_with(limits, &bytes).map(|_| ());
+            prop_assert_eq!(check_frame_with(limits, &known), want.clone());
+            prop_assert_eq!(check_frame_with(limits, &plain), want);
         }
     }
 }

@@ -24,7 +24,7 @@
 //! each landing before any of its new bytes is due at the receiver, and `RxEnd` with the
 //! whole frame. [`RxFrame::arrived`] never returns more than the known bytes.
 
-use crate::frame::{check_fcs_with, FcsError, Frame, FrameId, FrameLimits};
+use crate::frame::{check_frame_with, FcsError, Frame, FrameId, FrameLimits};
 use sim_kernel::{Bytes, Duration, MsgId, Time};
 
 /// A frame arriving at a port's GMII receive side.
@@ -272,7 +272,7 @@ impl GmiiRx {
             self.stats.framing_errors += 1;
             return Err(RxError::Framing("end before the last byte arrived"));
         };
-        match check_fcs_with(self.limits, whole.bytes()) {
+        match check_frame_with(self.limits, whole) {
             Ok(_) => {
                 self.stats.frames_ok += 1;
                 self.stats.bytes_ok.0 += whole.len() as u64;

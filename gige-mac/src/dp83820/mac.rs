@@ -397,7 +397,13 @@ impl Dp83820Mac {
             }
             let bytes: &[u8] = &f.data;
             if !f.started {
-                let prefix = Frame::new(f.id, f.msg, bytes);
+                // A whole frame's bytes end with the FCS just computed: the receiver
+                // need not compute it again.
+                let prefix = if whole {
+                    Frame::with_fcs(f.id, f.msg, bytes)
+                } else {
+                    Frame::new(f.id, f.msg, bytes)
+                };
                 if self.tx.enqueue_partial(prefix, total, ctx).is_err() {
                     self.stats.tx_refused += 1;
                 }

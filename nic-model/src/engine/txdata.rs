@@ -48,7 +48,15 @@ impl Engine {
     pub(crate) fn tx_pump(&mut self, io: &mut Io, ram: &mut BufferRam) {
         while self.pump_fetch(io) || self.assign_slot(io) {}
         self.kick_tx_mover(io, ram);
-        self.try_handoff(io, ram);
+        // Most calls find the next slot in ring order empty, handed over already or not
+        // filled yet: nothing to hand over (checked here instead of in a call).
+        let next = self.send.tx.slots.get(self.send.tx.next_handoff);
+        if next
+            .and_then(Option::as_ref)
+            .is_some_and(|s| !s.handed && s.filled())
+        {
+            self.try_handoff(io, ram);
+        }
     }
 
     pub(crate) fn slot_addr(&self, slot: usize) -> u64 {
@@ -117,14 +125,22 @@ impl Engine {
                     || !s.reliable
                     || vis.get(s.vi).is_none_or(|v| v.tx.open(v.tx_seq, window)))
         };
+        // Round robin: the first eligible send after the last one served, else the
+        // first eligible one (one pass over the sends, in id order).
         let rr = self.send.tx.rr;
-        let pick = self
-            .send
-            .ctxs
-            .range(rr.next()..)
-            .find(|(_, s)| eligible(s))
-            .or_else(|| self.send.ctxs.iter().find(|(_, s)| eligible(s)))
-            .map(|(&id, _)| id);
+        let mut first = None;
+        let mut pick = None;
+        for (&id, s) in &self.send.ctxs {
+            if !eligible(s) {
+                continue;
+            }
+            if id > rr {
+                pick = Some(id);
+                break;
+            }
+            first = first.or(Some(id));
+        }
+        let pick = pick.or(first);
         // Not a miss: no send wants a TX slot now.
         let Some(id) = pick else {
             return false;

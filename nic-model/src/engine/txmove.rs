@@ -184,7 +184,7 @@ impl Engine {
             }
             self.send.tx.mover.start_next(now, period);
         }
-        self.tx_pump(io, ram);
+        // The send path goes on in `settle`, which pumps it after every message.
     }
 
     /// Hands filled slots to the GEC, in ring order.
@@ -294,6 +294,7 @@ impl Engine {
             }
             self.send_progress(id, io, ram);
         }
-        self.tx_pump(io, ram);
+        // The free slot is given out in `settle`, which pumps the send path after every
+        // message.
     }
 }
