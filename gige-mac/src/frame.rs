@@ -190,17 +190,7 @@ pub fn check_fcs(frame: &[u8]) -> Result<EthernetFrame<&[u8]>, FcsError> {
 /// As [`check_fcs`].
 pub fn check_fcs_with(limits: FrameLimits, frame: &[u8]) -> Result<EthernetFrame<&[u8]>, FcsError> {
     let len = frame.len();
-    // A frame must hold at least its header and FCS whatever the configured minimum.
-    let min = limits.min_len.max(HEADER_LEN + FCS_LEN);
-    if len < min {
-        return Err(FcsError::Runt { len, min });
-    }
-    if len > limits.max_len {
-        return Err(FcsError::TooLong {
-            len,
-            max: limits.max_len,
-        });
-    }
+    check_len(limits, len)?;
     let (body, fcs_bytes) = frame.split_at(len - FCS_LEN);
     let mut raw = [0u8; FCS_LEN];
     raw.copy_from_slice(fcs_bytes);
@@ -220,20 +210,25 @@ pub fn check_fcs_with(limits: FrameLimits, frame: &[u8]) -> Result<EthernetFrame
 /// As [`check_fcs`].
 pub fn check_frame_with(limits: FrameLimits, frame: &Frame) -> Result<(), FcsError> {
     if frame.fcs_known_good {
-        let len = frame.len();
-        let min = limits.min_len.max(HEADER_LEN + FCS_LEN);
-        if len < min {
-            return Err(FcsError::Runt { len, min });
-        }
-        if len > limits.max_len {
-            return Err(FcsError::TooLong {
-                len,
-                max: limits.max_len,
-            });
-        }
-        return Ok(());
+        return check_len(limits, frame.len());
     }
     check_fcs_with(limits, frame.bytes()).map(|_| ())
+}
+
+/// The length checks of [`check_fcs_with`]: a frame must hold at least its header and
+/// FCS whatever the configured minimum, and at most the configured maximum.
+fn check_len(limits: FrameLimits, len: usize) -> Result<(), FcsError> {
+    let min = limits.min_len.max(HEADER_LEN + FCS_LEN);
+    if len < min {
+        return Err(FcsError::Runt { len, min });
+    }
+    if len > limits.max_len {
+        return Err(FcsError::TooLong {
+            len,
+            max: limits.max_len,
+        });
+    }
+    Ok(())
 }
 
 /// Identifies a frame for traces and for the MAC that sent it (e.g. its descriptor).
