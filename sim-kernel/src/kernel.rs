@@ -354,6 +354,31 @@ impl<M> Kernel<M> {
         prio: Priority,
         msg: M,
     ) -> EventToken {
+        let t = self.landing(to, earliest, min_cycles);
+        self.queue.push_token(t, prio, to, msg)
+    }
+
+    /// [`Kernel::push_to`] for a message that replaces the queued event of `token`
+    /// ([`EventQueue::reschedule`]). Out of line: a move is rare next to the pushes,
+    /// and inlined into a caller it would cost that caller's every call.
+    #[inline(never)]
+    fn move_to(
+        &mut self,
+        token: EventToken,
+        to: ComponentId,
+        min_cycles: Cycles,
+        prio: Priority,
+        msg: M,
+    ) -> EventToken {
+        let t = self.landing(to, Time::ZERO, min_cycles);
+        self.queue.reschedule(token, t, prio, to, msg)
+    }
+
+    /// The edge of `to`'s domain a message sent now lands on: the first at or after
+    /// `earliest`, and at least `min_cycles` of its cycles after the first edge at or
+    /// after now.
+    #[inline(always)]
+    fn landing(&mut self, to: ComponentId, earliest: Time, min_cycles: Cycles) -> Time {
         let now = self.now;
         let e = &mut self.edges[usize::from(self.component_domains[to.0 as usize].0)];
         let now_edge = if e.at == now {
@@ -367,12 +392,11 @@ impl<M> Kernel<M> {
         let floor = now_edge + e.period * min_cycles.0;
         // The first edge at or after `earliest` is `floor` itself whenever `earliest`
         // is not later (`floor` is an edge): no division then.
-        let t = if earliest <= floor {
+        if earliest <= floor {
             floor
         } else {
             first_edge_at_or_after(e.period, e.phase, earliest)
-        };
-        self.queue.push_token(t, prio, to, msg)
+        }
     }
 }
 
@@ -498,6 +522,25 @@ impl<M> Ctx<'_, M> {
         let me = self.me;
         self.kernel
             .push_to(me, Time::ZERO, Cycles(n.0.max(1)), prio, msg)
+    }
+
+    /// Moves the wake-up of `token` (from [`Ctx::wake_after_cancellable`] or this) to
+    /// `n` (>= 1) cycles from now with `prio` and `msg`, and returns the token that
+    /// cancels or moves it again: the same as [`Ctx::cancel`] then
+    /// [`Ctx::wake_after_cancellable`] (the same events in the same order), without the
+    /// cancelled entry left in the queue until it reaches the top. A token whose event
+    /// was delivered or cancelled is ignored (a plain wake-up).
+    #[inline]
+    pub fn move_wake(
+        &mut self,
+        token: EventToken,
+        n: Cycles,
+        prio: Priority,
+        msg: M,
+    ) -> EventToken {
+        let me = self.me;
+        self.kernel
+            .move_to(token, me, Cycles(n.0.max(1)), prio, msg)
     }
 
     /// Cancels a queued event of this run by its token: it is never delivered (nor

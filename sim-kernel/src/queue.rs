@@ -16,6 +16,8 @@
 //! An event can be cancelled by the [`EventToken`] its push returned: its payload is
 //! dropped at once and its heap entry is skipped when it reaches the top (its slot is
 //! reused only then), so it is never delivered and the order of the others is unchanged.
+//! [`EventQueue::reschedule`] moves a queued event: cancel and push in one, the same
+//! order as the two, but the old entry leaves the sorted array at once, its slot reused.
 
 use crate::kernel::ComponentId;
 use crate::order::EventKey;
@@ -181,6 +183,19 @@ impl Keys {
         }
     }
 
+    /// Removes the entry of `slot` from the sorted array if it is there (the others
+    /// keep their order); whether it was.
+    #[inline]
+    fn remove_near(&mut self, slot: u32) -> bool {
+        let n = self.n;
+        let Some(i) = self.near[..n].iter().rposition(|k| k.slot == slot) else {
+            return false;
+        };
+        self.near.copy_within(i + 1..n, i);
+        self.n = n - 1;
+        true
+    }
+
     /// A push past the array (out of line: a run rarely has that many queued).
     #[cold]
     #[inline(never)]
@@ -296,11 +311,7 @@ impl<T> EventQueue<T> {
         to: ComponentId,
         item: T,
     ) -> EventToken {
-        let seq = self.next_seq & SEQ_MASK;
-        // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
-        self.next_seq = self.next_seq.wrapping_add(1);
-        let key =
-            (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
+        let (key, seq) = self.next_key(time, priority);
         // A free slot's payload is `None` (taken or dropped): its fields are written in
         // place, the payload moved once (known to overwrite a `None`, nothing is dropped
         // first, so nothing has to be kept aside).
@@ -318,6 +329,18 @@ impl<T> EventQueue<T> {
         };
         self.heap.push(Keyed { key, slot });
         EventToken { slot, seq }
+    }
+
+    /// The key of an event queued now at `time` with `priority`, and its sequence
+    /// number (taken).
+    #[inline(always)]
+    fn next_key(&mut self, time: Time, priority: Priority) -> (u128, u64) {
+        let seq = self.next_seq & SEQ_MASK;
+        // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
+        self.next_seq = self.next_seq.wrapping_add(1);
+        let key =
+            (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
+        (key, seq)
     }
 
     /// A new slot for an event when none is free (out of line: only while the slab grows
@@ -350,6 +373,56 @@ impl<T> EventQueue<T> {
         self.cancelled += 1;
         self.purge();
         true
+    }
+
+    /// Moves the queued event of `token` to `time` with `priority`, for `to` with
+    /// `item` (its old payload is dropped): exactly [`EventQueue::cancel`] followed by
+    /// [`EventQueue::push_token`] (the moved event takes the next sequence number, as a
+    /// new push would, so every pop comes in the same order), but when the old entry is
+    /// in the sorted array (nearly always) it is taken out at once and its slot reused,
+    /// instead of lingering until it reaches the top. A token that no longer names a
+    /// queued event (popped or cancelled) is a plain push.
+    ///
+    /// # Panics
+    /// With 2^32 events queued at once (far beyond any run's memory).
+    #[inline]
+    pub fn reschedule(
+        &mut self,
+        token: EventToken,
+        time: Time,
+        priority: Priority,
+        to: ComponentId,
+        item: T,
+    ) -> EventToken {
+        let live = self
+            .slab
+            .get(token.slot as usize)
+            .is_some_and(|c| c.seq == token.seq && c.item.is_some());
+        if live {
+            if self.heap.remove_near(token.slot) {
+                let (key, seq) = self.next_key(time, priority);
+                if let Some(c) = self.slab.get_mut(token.slot as usize) {
+                    c.seq = seq;
+                    c.to = to;
+                    c.item = Some(item);
+                }
+                self.heap.push(Keyed {
+                    key,
+                    slot: token.slot,
+                });
+                // The old entry may have been the top: a cancelled one under it comes
+                // up (the top is always a live event).
+                if self.cancelled > 0 {
+                    self.purge();
+                }
+                return EventToken {
+                    slot: token.slot,
+                    seq,
+                };
+            }
+            self.cancel(token);
+        }
+        self.push_token(time, priority, to, item)
     }
 
     /// Drops cancelled entries from the top of the heap, freeing their slots, so the
@@ -540,6 +613,67 @@ mod tests {
                     q.peek_time().map(|t| t.0),
                     reference.first_key_value().map(|(k, _)| k.0)
                 );
+            }
+        }
+
+        /// Moving an event (`reschedule`) delivers exactly what cancelling it and
+        /// pushing anew delivers, in the same order with the same sequence numbers:
+        /// two queues fed the same operations, one with moves, one with cancel + push,
+        /// across the sorted array and the heap, with stale tokens (popped, cancelled,
+        /// moved) and other cancellations mixed in.
+        #[test]
+        fn reschedule_is_cancel_then_push(
+            ops in prop::collection::vec(
+                (0u8..6, 0u64..40, 0u8..3, any::<prop::sample::Index>()),
+                0..500,
+            ),
+        ) {
+            let mut moved: EventQueue<usize> = EventQueue::new();
+            let mut plain: EventQueue<usize> = EventQueue::new();
+            // Tokens of both queues, pushed in step (a stale one stays in the list).
+            let mut tokens: Vec<(EventToken, EventToken)> = Vec::new();
+            let mut now = 0u64;
+            for (i, (op, dt, p, pick)) in ops.iter().enumerate() {
+                let (t, prio) = (Time(now + dt), Priority(*p));
+                match op {
+                    0 | 1 => {
+                        let a = moved.push_token(t, prio, TO, i);
+                        let b = plain.push_token(t, prio, TO, i);
+                        tokens.push((a, b));
+                    }
+                    2 | 3 if !tokens.is_empty() => {
+                        let k = pick.index(tokens.len());
+                        let (a, b) = tokens[k];
+                        let a = moved.reschedule(a, t, prio, ComponentId(u32::from(*p)), i);
+                        plain.cancel(b);
+                        let b = plain.push_token(t, prio, ComponentId(u32::from(*p)), i);
+                        tokens[k] = (a, b);
+                    }
+                    4 if !tokens.is_empty() => {
+                        let (a, b) = tokens[pick.index(tokens.len())];
+                        prop_assert_eq!(moved.cancel(a), plain.cancel(b));
+                    }
+                    _ => {
+                        let got = moved.pop_due(Time(now + dt));
+                        let want = plain.pop_due(Time(now + dt));
+                        let key = |e: &Entry<usize>| (e.packed_key(), e.to, e.item);
+                        prop_assert_eq!(got.as_ref().map(key), want.as_ref().map(key));
+                        if let Some(e) = want {
+                            now = e.time().0;
+                        }
+                    }
+                }
+                prop_assert_eq!(moved.len(), plain.len());
+                prop_assert_eq!(moved.peek_time(), plain.peek_time());
+                prop_assert_eq!(moved.next_sequence(), plain.next_sequence());
+            }
+            loop {
+                let (got, want) = (moved.pop(), plain.pop());
+                let key = |e: &Entry<usize>| (e.packed_key(), e.to, e.item);
+                prop_assert_eq!(got.as_ref().map(key), want.as_ref().map(key));
+                if want.is_none() {
+                    break;
+                }
             }
         }
 
