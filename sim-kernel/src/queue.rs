@@ -464,16 +464,22 @@ impl<T> EventQueue<T> {
     /// The payload of a popped key, its slot freed.
     #[inline]
     fn take(&mut self, Keyed { key, slot }: Keyed) -> Option<Entry<T>> {
-        // Every heap entry's slot holds its payload until it is popped (the top is
-        // never a cancelled event: `purge`).
-        let c = self.slab.get_mut(slot as usize)?;
-        let to = c.to;
-        let item = c.item.take()?;
+        // The slot is freed, and cancelled entries that came to the top dropped, before
+        // the payload is moved out: nothing between that move and the entry it builds,
+        // so the payload is copied once, straight into the entry (the slot is not
+        // reused before the next push).
         self.free.push(slot);
         if self.cancelled > 0 {
             self.purge();
         }
-        Some(Entry { key, to, item })
+        // Every heap entry's slot holds its payload until it is popped (the top is
+        // never a cancelled event: `purge`).
+        let c = self.slab.get_mut(slot as usize)?;
+        Some(Entry {
+            key,
+            to: c.to,
+            item: c.item.take()?,
+        })
     }
 
     /// The time of the earliest event, if any.
