@@ -102,9 +102,9 @@ impl RunLimit {
     };
 }
 
-/// A domain's period and phase, and the last instant a message was queued for it with
-/// that domain's first edge at or after it (most messages queued at one instant go to a
-/// few domains: this saves a division per message).
+/// A domain's period and phase, and an instant a message was queued for it with that
+/// domain's first edge at or after it (most messages queued at one instant, or within
+/// one period of the domain, go to a few domains: this saves a division per message).
 #[derive(Clone, Copy)]
 struct Edges {
     period: Duration,
@@ -381,10 +381,17 @@ impl<M> Kernel<M> {
     fn landing(&mut self, to: ComponentId, earliest: Time, min_cycles: Cycles) -> Time {
         let now = self.now;
         let e = &mut self.edges[usize::from(self.component_domains[to.0 as usize].0)];
-        let now_edge = if e.at == now {
+        // `e.edge` is the first edge at or after `e.at`, and time only moves forward:
+        // it is still the first at or after now while now has not passed it, and the
+        // edge after it is when now lies in the period that follows. A division only
+        // when the domain has not been sent to for longer.
+        let now_edge = if e.at <= now && now <= e.edge {
             e.edge
         } else {
-            let edge = first_edge_at_or_after(e.period, e.phase, now);
+            let edge = match e.edge.0.checked_add(e.period.0) {
+                Some(next) if e.at <= now && now <= Time(next) => Time(next),
+                _ => first_edge_at_or_after(e.period, e.phase, now),
+            };
             e.at = now;
             e.edge = edge;
             edge
