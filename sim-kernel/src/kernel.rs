@@ -358,7 +358,7 @@ impl<M> Kernel<M> {
         self.queue.push_token(t, prio, to, msg)
     }
 
-    /// [`Kernel::push_to`] for a message that replaces the queued event of `token`
+    /// [`Kernel::push_self`] for a wake-up that replaces the queued event of `token`
     /// ([`EventQueue::reschedule`]). Out of line: a move is rare next to the pushes,
     /// and inlined into a caller it would cost that caller's every call.
     #[inline(never)]
@@ -370,8 +370,41 @@ impl<M> Kernel<M> {
         prio: Priority,
         msg: M,
     ) -> EventToken {
-        let t = self.landing(to, Time::ZERO, min_cycles);
+        let t = self.landing_self(to, Time::ZERO, min_cycles);
         self.queue.reschedule(token, t, prio, to, msg)
+    }
+
+    /// [`Kernel::push_to`] for a message from the component being run to itself (a
+    /// wake-up): now is an edge of its domain, the one the message lands on (every
+    /// event is delivered on an edge of its receiver's), so the landing edge needs
+    /// neither the cached edge nor a division.
+    fn push_self(
+        &mut self,
+        me: ComponentId,
+        earliest: Time,
+        min_cycles: Cycles,
+        prio: Priority,
+        msg: M,
+    ) -> EventToken {
+        let t = self.landing_self(me, earliest, min_cycles);
+        self.queue.push_token(t, prio, me, msg)
+    }
+
+    /// [`Kernel::landing`] for the component being run (see [`Kernel::push_self`]).
+    #[inline(always)]
+    fn landing_self(&self, me: ComponentId, earliest: Time, min_cycles: Cycles) -> Time {
+        let e = &self.edges[usize::from(self.component_domains[me.0 as usize].0)];
+        debug_assert_eq!(
+            first_edge_at_or_after(e.period, e.phase, self.now),
+            self.now,
+            "an event off its receiver's edge"
+        );
+        let floor = self.now + e.period * min_cycles.0;
+        if earliest <= floor {
+            floor
+        } else {
+            first_edge_at_or_after(e.period, e.phase, earliest)
+        }
     }
 
     /// The edge of `to`'s domain a message sent now lands on: the first at or after
@@ -504,14 +537,16 @@ impl<M> Ctx<'_, M> {
     #[inline]
     pub fn wake_after(&mut self, n: Cycles, msg: M) {
         let me = self.me;
-        self.send_after(me, n, msg);
+        self.kernel
+            .push_self(me, Time::ZERO, Cycles(n.0.max(1)), Priority::NORMAL, msg);
     }
 
     /// Asks to be woken with `msg` after `n` (>= 1) cycles, with a tie-break priority.
     #[inline]
     pub fn wake_after_with(&mut self, n: Cycles, prio: Priority, msg: M) {
         let me = self.me;
-        self.send_after_with(me, n, prio, msg);
+        self.kernel
+            .push_self(me, Time::ZERO, Cycles(n.0.max(1)), prio, msg);
     }
 
     /// Asks to be woken with `msg` on this domain's first edge at or after `at` (and at
@@ -519,7 +554,8 @@ impl<M> Ctx<'_, M> {
     #[inline]
     pub fn wake_at(&mut self, at: Time, msg: M) {
         let me = self.me;
-        self.send_at(me, at, msg);
+        self.kernel
+            .push_self(me, at, Cycles(1), Priority::NORMAL, msg);
     }
 
     /// Like [`Ctx::wake_after_with`], and returns the token that cancels the wake-up
@@ -528,7 +564,7 @@ impl<M> Ctx<'_, M> {
     pub fn wake_after_cancellable(&mut self, n: Cycles, prio: Priority, msg: M) -> EventToken {
         let me = self.me;
         self.kernel
-            .push_to(me, Time::ZERO, Cycles(n.0.max(1)), prio, msg)
+            .push_self(me, Time::ZERO, Cycles(n.0.max(1)), prio, msg)
     }
 
     /// Moves the wake-up of `token` (from [`Ctx::wake_after_cancellable`] or this) to

@@ -95,12 +95,23 @@ impl World<Note> for Chaos {
             let delay = Cycles(self.rng.below(4));
             #[allow(clippy::cast_possible_truncation)]
             let prio = Priority(self.rng.below(3) as u8);
-            let note = Note {
+            let mut note = Note {
                 sent: now,
                 id: msg.id.wrapping_mul(7).wrapping_add(1),
                 due: ctx.domain_of(peer).edge_after(now, Cycles(delay.0.max(1))),
             };
-            ctx.send_after_with(peer, delay, prio, note);
+            if peer != to {
+                ctx.send_after_with(peer, delay, prio, note);
+            } else if self.rng.below(2) == 0 {
+                // A wake-up, by the kernel's path for the component being run.
+                ctx.wake_after_with(delay, prio, note);
+            } else {
+                // A wake-up at an instant up to 40 ns away, on or off an edge.
+                let at = now + sim_kernel::Duration::from_ps(self.rng.below(40_000));
+                let d = ctx.my_domain();
+                note.due = d.edge_after(now, Cycles(1)).max(d.edge_at_or_after(at));
+                ctx.wake_at(at, note);
+            }
         }
     }
 }
