@@ -221,20 +221,28 @@ impl Keys {
     #[inline]
     #[allow(clippy::cast_possible_truncation)]
     fn pop_due(&mut self, until: u64) -> Option<Keyed> {
-        if self.far.is_empty() {
-            let i = self.n.checked_sub(1)?;
-            let top = self.near[i];
-            if (top.key >> 64) as u64 > until {
-                return None;
-            }
-            self.n = i;
-            Some(top)
-        } else {
-            if (self.peek()?.key >> 64) as u64 > until {
-                return None;
-            }
-            self.pop()
+        if !self.far.is_empty() {
+            return self.pop_due_far(until);
         }
+        let i = self.n.checked_sub(1)?;
+        let top = self.near[i];
+        if (top.key >> 64) as u64 > until {
+            return None;
+        }
+        self.n = i;
+        Some(top)
+    }
+
+    /// [`Keys::pop_due`] with entries in the heap (out of line: a run rarely has that
+    /// many queued; inlined, its result would pass through memory on every pop).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::cast_possible_truncation)]
+    fn pop_due_far(&mut self, until: u64) -> Option<Keyed> {
+        if (self.peek()?.key >> 64) as u64 > until {
+            return None;
+        }
+        self.pop()
     }
 
     #[inline]
