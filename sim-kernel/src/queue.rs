@@ -103,12 +103,19 @@ pub struct EventToken {
 /// A slab slot: the sequence number of the event that holds it, its target and its
 /// payload (`None` once popped or cancelled). The target is a field of its own, not a
 /// tuple with the payload, so that a push moves the payload once, straight into the slot.
+/// A free slot names the next free one (the free list lives in the slab: freeing and
+/// reusing a slot touches only the slot).
 #[derive(Debug)]
 struct Slot<T> {
     seq: u64,
     to: ComponentId,
+    /// The free slot after this one, when this one is free ([`NO_SLOT`]: none).
+    next_free: u32,
     item: Option<T>,
 }
+
+/// The end of the free list.
+const NO_SLOT: u32 = u32::MAX;
 
 /// A heap entry: the key and the slab slot of its payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -265,8 +272,9 @@ pub struct EventQueue<T> {
     heap: Keys,
     /// Payloads by slot; a `None` payload is a free slot or a cancelled event's.
     slab: Vec<Slot<T>>,
-    /// Free slots, reused last freed first.
-    free: Vec<u32>,
+    /// The first free slot ([`NO_SLOT`]: none), the others chained through
+    /// [`Slot::next_free`]: reused last freed first.
+    free: u32,
     next_seq: u64,
     /// Cancelled events whose heap entries are still queued (never at the top).
     cancelled: usize,
@@ -285,7 +293,7 @@ impl<T> EventQueue<T> {
         Self {
             heap: Keys::new(),
             slab: Vec::with_capacity(256),
-            free: Vec::with_capacity(256),
+            free: NO_SLOT,
             next_seq: 0,
             cancelled: 0,
         }
@@ -323,16 +331,17 @@ impl<T> EventQueue<T> {
         // A free slot's payload is `None` (taken or dropped): its fields are written in
         // place, the payload moved once (known to overwrite a `None`, nothing is dropped
         // first, so nothing has to be kept aside).
-        let slot = match self.free.pop() {
-            Some(s) => match self.slab.get_mut(s as usize) {
-                Some(c) if c.item.is_none() => {
-                    c.seq = seq;
-                    c.to = to;
-                    c.item = Some(item);
-                    s
-                }
-                _ => unreachable!("a free slot is in the slab, its payload taken or dropped"),
-            },
+        let s = self.free;
+        let slot = match self.slab.get_mut(s as usize) {
+            Some(c) if c.item.is_none() => {
+                self.free = c.next_free;
+                c.seq = seq;
+                c.to = to;
+                c.item = Some(item);
+                s
+            }
+            Some(_) => unreachable!("a free slot's payload is taken or dropped"),
+            // `NO_SLOT` is past the slab (it holds fewer than 2^32 - 1 slots: `grow`).
             None => self.grow(seq, to, item),
         };
         self.heap.push(Keyed { key, slot });
@@ -359,13 +368,26 @@ impl<T> EventQueue<T> {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, seq: u64, to: ComponentId, item: T) -> u32 {
-        let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
+        let s = u32::try_from(self.slab.len())
+            .ok()
+            .filter(|&s| s != NO_SLOT)
+            .expect("fewer than 2^32 - 1 queued events");
         self.slab.push(Slot {
             seq,
             to,
+            next_free: NO_SLOT,
             item: Some(item),
         });
         s
+    }
+
+    /// Puts `slot` (its payload taken or dropped) first on the free list.
+    #[inline]
+    fn free_slot(&mut self, slot: u32) {
+        if let Some(c) = self.slab.get_mut(slot as usize) {
+            c.next_free = self.free;
+            self.free = slot;
+        }
     }
 
     /// Cancels the event of `token` if it is still queued (its payload is dropped; it
@@ -448,7 +470,7 @@ impl<T> EventQueue<T> {
                 return;
             }
             self.heap.pop();
-            self.free.push(slot);
+            self.free_slot(slot);
             self.cancelled -= 1;
         }
     }
@@ -475,13 +497,19 @@ impl<T> EventQueue<T> {
         // The slot is freed, and cancelled entries that came to the top dropped, before
         // the payload is moved out: nothing between that move and the entry it builds,
         // so the payload is copied once, straight into the entry (the slot is not
-        // reused before the next push).
-        self.free.push(slot);
-        if self.cancelled > 0 {
-            self.purge();
+        // reused before the next push). Every heap entry's slot holds its payload until
+        // it is popped (the top is never a cancelled event: `purge`).
+        let c = self.slab.get_mut(slot as usize)?;
+        c.next_free = self.free;
+        self.free = slot;
+        if self.cancelled == 0 {
+            return Some(Entry {
+                key,
+                to: c.to,
+                item: c.item.take()?,
+            });
         }
-        // Every heap entry's slot holds its payload until it is popped (the top is
-        // never a cancelled event: `purge`).
+        self.purge();
         let c = self.slab.get_mut(slot as usize)?;
         Some(Entry {
             key,
