@@ -127,6 +127,9 @@ pub struct Kernel<M> {
     components: Vec<ComponentInfo>,
     /// Per component, its domain (the one lookup of a push).
     component_domains: Vec<DomainId>,
+    /// Per component, its clock grid: the first domain registered with its domain's
+    /// period and phase (components with the same grid share every edge).
+    component_grids: Vec<u16>,
     trace: TraceSink,
     stats: RunStats,
     stop: bool,
@@ -146,6 +149,7 @@ impl<M> Kernel<M> {
             edges: Vec::new(),
             components: Vec::new(),
             component_domains: Vec::new(),
+            component_grids: Vec::new(),
             trace: TraceSink::new(trace),
             stats: RunStats::default(),
             stop: false,
@@ -207,6 +211,14 @@ impl<M> Kernel<M> {
             ComponentId(u32::try_from(self.components.len()).expect("at most 2^32 components"));
         self.components.push(ComponentInfo { name: name.into() });
         self.component_domains.push(domain);
+        let e = self.edges[usize::from(domain.0)];
+        let grid = self
+            .edges
+            .iter()
+            .position(|o| o.period == e.period && o.phase == e.phase)
+            .and_then(|g| u16::try_from(g).ok())
+            .unwrap_or(domain.0);
+        self.component_grids.push(grid);
         id
     }
 
@@ -348,13 +360,14 @@ impl<M> Kernel<M> {
 
     fn push_to(
         &mut self,
+        from: ComponentId,
         to: ComponentId,
         earliest: Time,
         min_cycles: Cycles,
         prio: Priority,
         msg: M,
     ) -> EventToken {
-        let t = self.landing(to, earliest, min_cycles);
+        let t = self.landing(from, to, earliest, min_cycles);
         self.queue.push_token(t, prio, to, msg)
     }
 
@@ -407,18 +420,30 @@ impl<M> Kernel<M> {
         }
     }
 
-    /// The edge of `to`'s domain a message sent now lands on: the first at or after
-    /// `earliest`, and at least `min_cycles` of its cycles after the first edge at or
-    /// after now.
+    /// The edge of `to`'s domain a message sent now by `from` (the component being
+    /// run) lands on: the first at or after `earliest`, and at least `min_cycles` of its
+    /// cycles after the first edge at or after now.
     #[inline(always)]
-    fn landing(&mut self, to: ComponentId, earliest: Time, min_cycles: Cycles) -> Time {
+    fn landing(
+        &mut self,
+        from: ComponentId,
+        to: ComponentId,
+        earliest: Time,
+        min_cycles: Cycles,
+    ) -> Time {
         let now = self.now;
+        let same_grid =
+            self.component_grids[from.0 as usize] == self.component_grids[to.0 as usize];
         let e = &mut self.edges[usize::from(self.component_domains[to.0 as usize].0)];
-        // `e.edge` is the first edge at or after `e.at`, and time only moves forward:
-        // it is still the first at or after now while now has not passed it, and the
-        // edge after it is when now lies in the period that follows. A division only
-        // when the domain has not been sent to for longer.
-        let now_edge = if e.at <= now && now <= e.edge {
+        // Now is an edge of `from`'s domain (every event is delivered on an edge of its
+        // receiver's), so also of `to`'s when they share a grid. Else `e.edge` is the
+        // first edge at or after `e.at`, and time only moves forward: it is still the
+        // first at or after now while now has not passed it, and the edge after it is
+        // when now lies in the period that follows. A division only when the domain
+        // has not been sent to for longer.
+        let now_edge = if same_grid {
+            now
+        } else if e.at <= now && now <= e.edge {
             e.edge
         } else {
             let edge = match e.edge.0.checked_add(e.period.0) {
@@ -506,22 +531,31 @@ impl<M> Ctx<'_, M> {
     /// the first edge at or after now).
     #[inline]
     pub fn send(&mut self, to: ComponentId, msg: M) {
+        let me = self.me;
         self.kernel
-            .push_to(to, Time::ZERO, Cycles(1), Priority::NORMAL, msg);
+            .push_to(me, to, Time::ZERO, Cycles(1), Priority::NORMAL, msg);
     }
 
     /// Sends `msg` to `to`, arriving `n` cycles of `to`'s domain later (`n` < 1 counts as 1).
     #[inline]
     pub fn send_after(&mut self, to: ComponentId, n: Cycles, msg: M) {
-        self.kernel
-            .push_to(to, Time::ZERO, Cycles(n.0.max(1)), Priority::NORMAL, msg);
+        let me = self.me;
+        self.kernel.push_to(
+            me,
+            to,
+            Time::ZERO,
+            Cycles(n.0.max(1)),
+            Priority::NORMAL,
+            msg,
+        );
     }
 
     /// Sends `msg` to `to` with a tie-break priority, `n` (>= 1) of its cycles later.
     #[inline]
     pub fn send_after_with(&mut self, to: ComponentId, n: Cycles, prio: Priority, msg: M) {
+        let me = self.me;
         self.kernel
-            .push_to(to, Time::ZERO, Cycles(n.0.max(1)), prio, msg);
+            .push_to(me, to, Time::ZERO, Cycles(n.0.max(1)), prio, msg);
     }
 
     /// Sends `msg` to `to`, arriving on `to`'s first edge at or after `at`, but never
@@ -529,8 +563,9 @@ impl<M> Ctx<'_, M> {
     /// such as a cable).
     #[inline]
     pub fn send_at(&mut self, to: ComponentId, at: Time, msg: M) {
+        let me = self.me;
         self.kernel
-            .push_to(to, at, Cycles(1), Priority::NORMAL, msg);
+            .push_to(me, to, at, Cycles(1), Priority::NORMAL, msg);
     }
 
     /// Asks to be woken with `msg` after `n` (>= 1) cycles of this component's domain.
