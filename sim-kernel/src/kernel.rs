@@ -102,9 +102,9 @@ impl RunLimit {
     };
 }
 
-/// A domain's period and phase, and the last instant a message was queued for it with
-/// that domain's first edge at or after it (most messages queued at one instant go to a
-/// few domains: this saves a division per message).
+/// A domain's period and phase, and an instant a message was queued for it with that
+/// domain's first edge at or after it (most messages queued at one instant, or within
+/// one period of the domain, go to a few domains: this saves a division per message).
 #[derive(Clone, Copy)]
 struct Edges {
     period: Duration,
@@ -127,6 +127,9 @@ pub struct Kernel<M> {
     components: Vec<ComponentInfo>,
     /// Per component, its domain (the one lookup of a push).
     component_domains: Vec<DomainId>,
+    /// Per component, its clock grid: the first domain registered with its domain's
+    /// period and phase (components with the same grid share every edge).
+    component_grids: Vec<u16>,
     trace: TraceSink,
     stats: RunStats,
     stop: bool,
@@ -146,6 +149,7 @@ impl<M> Kernel<M> {
             edges: Vec::new(),
             components: Vec::new(),
             component_domains: Vec::new(),
+            component_grids: Vec::new(),
             trace: TraceSink::new(trace),
             stats: RunStats::default(),
             stop: false,
@@ -207,6 +211,14 @@ impl<M> Kernel<M> {
             ComponentId(u32::try_from(self.components.len()).expect("at most 2^32 components"));
         self.components.push(ComponentInfo { name: name.into() });
         self.component_domains.push(domain);
+        let e = self.edges[usize::from(domain.0)];
+        let grid = self
+            .edges
+            .iter()
+            .position(|o| o.period == e.period && o.phase == e.phase)
+            .and_then(|g| u16::try_from(g).ok())
+            .unwrap_or(domain.0);
+        self.component_grids.push(grid);
         id
     }
 
@@ -348,18 +360,96 @@ impl<M> Kernel<M> {
 
     fn push_to(
         &mut self,
+        from: ComponentId,
         to: ComponentId,
         earliest: Time,
         min_cycles: Cycles,
         prio: Priority,
         msg: M,
     ) -> EventToken {
+        let t = self.landing(from, to, earliest, min_cycles);
+        self.queue.push_token(t, prio, to, msg)
+    }
+
+    /// [`Kernel::push_self`] for a wake-up that replaces the queued event of `token`
+    /// ([`EventQueue::reschedule`]). Out of line: a move is rare next to the pushes,
+    /// and inlined into a caller it would cost that caller's every call.
+    #[inline(never)]
+    fn move_to(
+        &mut self,
+        token: EventToken,
+        to: ComponentId,
+        min_cycles: Cycles,
+        prio: Priority,
+        msg: M,
+    ) -> EventToken {
+        let t = self.landing_self(to, Time::ZERO, min_cycles);
+        self.queue.reschedule(token, t, prio, to, msg)
+    }
+
+    /// [`Kernel::push_to`] for a message from the component being run to itself (a
+    /// wake-up): now is an edge of its domain, the one the message lands on (every
+    /// event is delivered on an edge of its receiver's), so the landing edge needs
+    /// neither the cached edge nor a division.
+    fn push_self(
+        &mut self,
+        me: ComponentId,
+        earliest: Time,
+        min_cycles: Cycles,
+        prio: Priority,
+        msg: M,
+    ) -> EventToken {
+        let t = self.landing_self(me, earliest, min_cycles);
+        self.queue.push_token(t, prio, me, msg)
+    }
+
+    /// [`Kernel::landing`] for the component being run (see [`Kernel::push_self`]).
+    #[inline(always)]
+    fn landing_self(&self, me: ComponentId, earliest: Time, min_cycles: Cycles) -> Time {
+        let e = &self.edges[usize::from(self.component_domains[me.0 as usize].0)];
+        debug_assert_eq!(
+            first_edge_at_or_after(e.period, e.phase, self.now),
+            self.now,
+            "an event off its receiver's edge"
+        );
+        let floor = self.now + e.period * min_cycles.0;
+        if earliest <= floor {
+            floor
+        } else {
+            first_edge_at_or_after(e.period, e.phase, earliest)
+        }
+    }
+
+    /// The edge of `to`'s domain a message sent now by `from` (the component being
+    /// run) lands on: the first at or after `earliest`, and at least `min_cycles` of its
+    /// cycles after the first edge at or after now.
+    #[inline(always)]
+    fn landing(
+        &mut self,
+        from: ComponentId,
+        to: ComponentId,
+        earliest: Time,
+        min_cycles: Cycles,
+    ) -> Time {
         let now = self.now;
+        let same_grid =
+            self.component_grids[from.0 as usize] == self.component_grids[to.0 as usize];
         let e = &mut self.edges[usize::from(self.component_domains[to.0 as usize].0)];
-        let now_edge = if e.at == now {
+        // Now is an edge of `from`'s domain (every event is delivered on an edge of its
+        // receiver's), so also of `to`'s when they share a grid. Else `e.edge` is the
+        // first edge at or after `e.at`, and time only moves forward: it is still the
+        // first at or after now while now has not passed it, and the edge after it is
+        // when now lies in the period that follows. A division only when the domain
+        // has not been sent to for longer.
+        let now_edge = if same_grid {
+            now
+        } else if e.at <= now && now <= e.edge {
             e.edge
         } else {
-            let edge = first_edge_at_or_after(e.period, e.phase, now);
+            let edge = match e.edge.0.checked_add(e.period.0) {
+                Some(next) if e.at <= now && now <= Time(next) => Time(next),
+                _ => first_edge_at_or_after(e.period, e.phase, now),
+            };
             e.at = now;
             e.edge = edge;
             edge
@@ -367,12 +457,11 @@ impl<M> Kernel<M> {
         let floor = now_edge + e.period * min_cycles.0;
         // The first edge at or after `earliest` is `floor` itself whenever `earliest`
         // is not later (`floor` is an edge): no division then.
-        let t = if earliest <= floor {
+        if earliest <= floor {
             floor
         } else {
             first_edge_at_or_after(e.period, e.phase, earliest)
-        };
-        self.queue.push_token(t, prio, to, msg)
+        }
     }
 }
 
@@ -442,22 +531,31 @@ impl<M> Ctx<'_, M> {
     /// the first edge at or after now).
     #[inline]
     pub fn send(&mut self, to: ComponentId, msg: M) {
+        let me = self.me;
         self.kernel
-            .push_to(to, Time::ZERO, Cycles(1), Priority::NORMAL, msg);
+            .push_to(me, to, Time::ZERO, Cycles(1), Priority::NORMAL, msg);
     }
 
     /// Sends `msg` to `to`, arriving `n` cycles of `to`'s domain later (`n` < 1 counts as 1).
     #[inline]
     pub fn send_after(&mut self, to: ComponentId, n: Cycles, msg: M) {
-        self.kernel
-            .push_to(to, Time::ZERO, Cycles(n.0.max(1)), Priority::NORMAL, msg);
+        let me = self.me;
+        self.kernel.push_to(
+            me,
+            to,
+            Time::ZERO,
+            Cycles(n.0.max(1)),
+            Priority::NORMAL,
+            msg,
+        );
     }
 
     /// Sends `msg` to `to` with a tie-break priority, `n` (>= 1) of its cycles later.
     #[inline]
     pub fn send_after_with(&mut self, to: ComponentId, n: Cycles, prio: Priority, msg: M) {
+        let me = self.me;
         self.kernel
-            .push_to(to, Time::ZERO, Cycles(n.0.max(1)), prio, msg);
+            .push_to(me, to, Time::ZERO, Cycles(n.0.max(1)), prio, msg);
     }
 
     /// Sends `msg` to `to`, arriving on `to`'s first edge at or after `at`, but never
@@ -465,22 +563,25 @@ impl<M> Ctx<'_, M> {
     /// such as a cable).
     #[inline]
     pub fn send_at(&mut self, to: ComponentId, at: Time, msg: M) {
+        let me = self.me;
         self.kernel
-            .push_to(to, at, Cycles(1), Priority::NORMAL, msg);
+            .push_to(me, to, at, Cycles(1), Priority::NORMAL, msg);
     }
 
     /// Asks to be woken with `msg` after `n` (>= 1) cycles of this component's domain.
     #[inline]
     pub fn wake_after(&mut self, n: Cycles, msg: M) {
         let me = self.me;
-        self.send_after(me, n, msg);
+        self.kernel
+            .push_self(me, Time::ZERO, Cycles(n.0.max(1)), Priority::NORMAL, msg);
     }
 
     /// Asks to be woken with `msg` after `n` (>= 1) cycles, with a tie-break priority.
     #[inline]
     pub fn wake_after_with(&mut self, n: Cycles, prio: Priority, msg: M) {
         let me = self.me;
-        self.send_after_with(me, n, prio, msg);
+        self.kernel
+            .push_self(me, Time::ZERO, Cycles(n.0.max(1)), prio, msg);
     }
 
     /// Asks to be woken with `msg` on this domain's first edge at or after `at` (and at
@@ -488,7 +589,8 @@ impl<M> Ctx<'_, M> {
     #[inline]
     pub fn wake_at(&mut self, at: Time, msg: M) {
         let me = self.me;
-        self.send_at(me, at, msg);
+        self.kernel
+            .push_self(me, at, Cycles(1), Priority::NORMAL, msg);
     }
 
     /// Like [`Ctx::wake_after_with`], and returns the token that cancels the wake-up
@@ -497,7 +599,26 @@ impl<M> Ctx<'_, M> {
     pub fn wake_after_cancellable(&mut self, n: Cycles, prio: Priority, msg: M) -> EventToken {
         let me = self.me;
         self.kernel
-            .push_to(me, Time::ZERO, Cycles(n.0.max(1)), prio, msg)
+            .push_self(me, Time::ZERO, Cycles(n.0.max(1)), prio, msg)
+    }
+
+    /// Moves the wake-up of `token` (from [`Ctx::wake_after_cancellable`] or this) to
+    /// `n` (>= 1) cycles from now with `prio` and `msg`, and returns the token that
+    /// cancels or moves it again: the same as [`Ctx::cancel`] then
+    /// [`Ctx::wake_after_cancellable`] (the same events in the same order), without the
+    /// cancelled entry left in the queue until it reaches the top. A token whose event
+    /// was delivered or cancelled is ignored (a plain wake-up).
+    #[inline]
+    pub fn move_wake(
+        &mut self,
+        token: EventToken,
+        n: Cycles,
+        prio: Priority,
+        msg: M,
+    ) -> EventToken {
+        let me = self.me;
+        self.kernel
+            .move_to(token, me, Cycles(n.0.max(1)), prio, msg)
     }
 
     /// Cancels a queued event of this run by its token: it is never delivered (nor

@@ -16,6 +16,8 @@
 //! An event can be cancelled by the [`EventToken`] its push returned: its payload is
 //! dropped at once and its heap entry is skipped when it reaches the top (its slot is
 //! reused only then), so it is never delivered and the order of the others is unchanged.
+//! [`EventQueue::reschedule`] moves a queued event: cancel and push in one, the same
+//! order as the two, but the old entry leaves the sorted array at once, its slot reused.
 
 use crate::kernel::ComponentId;
 use crate::order::EventKey;
@@ -101,12 +103,19 @@ pub struct EventToken {
 /// A slab slot: the sequence number of the event that holds it, its target and its
 /// payload (`None` once popped or cancelled). The target is a field of its own, not a
 /// tuple with the payload, so that a push moves the payload once, straight into the slot.
+/// A free slot names the next free one (the free list lives in the slab: freeing and
+/// reusing a slot touches only the slot).
 #[derive(Debug)]
 struct Slot<T> {
     seq: u64,
     to: ComponentId,
+    /// The free slot after this one, when this one is free ([`NO_SLOT`]: none).
+    next_free: u32,
     item: Option<T>,
 }
+
+/// The end of the free list.
+const NO_SLOT: u32 = u32::MAX;
 
 /// A heap entry: the key and the slab slot of its payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,6 +190,19 @@ impl Keys {
         }
     }
 
+    /// Removes the entry of `slot` from the sorted array if it is there (the others
+    /// keep their order); whether it was.
+    #[inline]
+    fn remove_near(&mut self, slot: u32) -> bool {
+        let n = self.n;
+        let Some(i) = self.near[..n].iter().rposition(|k| k.slot == slot) else {
+            return false;
+        };
+        self.near.copy_within(i + 1..n, i);
+        self.n = n - 1;
+        true
+    }
+
     /// A push past the array (out of line: a run rarely has that many queued).
     #[cold]
     #[inline(never)]
@@ -206,20 +228,28 @@ impl Keys {
     #[inline]
     #[allow(clippy::cast_possible_truncation)]
     fn pop_due(&mut self, until: u64) -> Option<Keyed> {
-        if self.far.is_empty() {
-            let i = self.n.checked_sub(1)?;
-            let top = self.near[i];
-            if (top.key >> 64) as u64 > until {
-                return None;
-            }
-            self.n = i;
-            Some(top)
-        } else {
-            if (self.peek()?.key >> 64) as u64 > until {
-                return None;
-            }
-            self.pop()
+        if !self.far.is_empty() {
+            return self.pop_due_far(until);
         }
+        let i = self.n.checked_sub(1)?;
+        let top = self.near[i];
+        if (top.key >> 64) as u64 > until {
+            return None;
+        }
+        self.n = i;
+        Some(top)
+    }
+
+    /// [`Keys::pop_due`] with entries in the heap (out of line: a run rarely has that
+    /// many queued; inlined, its result would pass through memory on every pop).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::cast_possible_truncation)]
+    fn pop_due_far(&mut self, until: u64) -> Option<Keyed> {
+        if (self.peek()?.key >> 64) as u64 > until {
+            return None;
+        }
+        self.pop()
     }
 
     #[inline]
@@ -242,8 +272,9 @@ pub struct EventQueue<T> {
     heap: Keys,
     /// Payloads by slot; a `None` payload is a free slot or a cancelled event's.
     slab: Vec<Slot<T>>,
-    /// Free slots, reused last freed first.
-    free: Vec<u32>,
+    /// The first free slot ([`NO_SLOT`]: none), the others chained through
+    /// [`Slot::next_free`]: reused last freed first.
+    free: u32,
     next_seq: u64,
     /// Cancelled events whose heap entries are still queued (never at the top).
     cancelled: usize,
@@ -262,7 +293,7 @@ impl<T> EventQueue<T> {
         Self {
             heap: Keys::new(),
             slab: Vec::with_capacity(256),
-            free: Vec::with_capacity(256),
+            free: NO_SLOT,
             next_seq: 0,
             cancelled: 0,
         }
@@ -296,28 +327,37 @@ impl<T> EventQueue<T> {
         to: ComponentId,
         item: T,
     ) -> EventToken {
+        let (key, seq) = self.next_key(time, priority);
+        // A free slot's payload is `None` (taken or dropped): its fields are written in
+        // place, the payload moved once (known to overwrite a `None`, nothing is dropped
+        // first, so nothing has to be kept aside).
+        let s = self.free;
+        let slot = match self.slab.get_mut(s as usize) {
+            Some(c) if c.item.is_none() => {
+                self.free = c.next_free;
+                c.seq = seq;
+                c.to = to;
+                c.item = Some(item);
+                s
+            }
+            Some(_) => unreachable!("a free slot's payload is taken or dropped"),
+            // `NO_SLOT` is past the slab (it holds fewer than 2^32 - 1 slots: `grow`).
+            None => self.grow(seq, to, item),
+        };
+        self.heap.push(Keyed { key, slot });
+        EventToken { slot, seq }
+    }
+
+    /// The key of an event queued now at `time` with `priority`, and its sequence
+    /// number (taken).
+    #[inline(always)]
+    fn next_key(&mut self, time: Time, priority: Priority) -> (u128, u64) {
         let seq = self.next_seq & SEQ_MASK;
         // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
         self.next_seq = self.next_seq.wrapping_add(1);
         let key =
             (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
-        // A free slot's payload is `None` (taken or dropped): its fields are written in
-        // place, the payload moved once (known to overwrite a `None`, nothing is dropped
-        // first, so nothing has to be kept aside).
-        let slot = match self.free.pop() {
-            Some(s) => match self.slab.get_mut(s as usize) {
-                Some(c) if c.item.is_none() => {
-                    c.seq = seq;
-                    c.to = to;
-                    c.item = Some(item);
-                    s
-                }
-                _ => unreachable!("a free slot is in the slab, its payload taken or dropped"),
-            },
-            None => self.grow(seq, to, item),
-        };
-        self.heap.push(Keyed { key, slot });
-        EventToken { slot, seq }
+        (key, seq)
     }
 
     /// A new slot for an event when none is free (out of line: only while the slab grows
@@ -328,13 +368,26 @@ impl<T> EventQueue<T> {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, seq: u64, to: ComponentId, item: T) -> u32 {
-        let s = u32::try_from(self.slab.len()).expect("fewer than 2^32 queued events");
+        let s = u32::try_from(self.slab.len())
+            .ok()
+            .filter(|&s| s != NO_SLOT)
+            .expect("fewer than 2^32 - 1 queued events");
         self.slab.push(Slot {
             seq,
             to,
+            next_free: NO_SLOT,
             item: Some(item),
         });
         s
+    }
+
+    /// Puts `slot` (its payload taken or dropped) first on the free list.
+    #[inline]
+    fn free_slot(&mut self, slot: u32) {
+        if let Some(c) = self.slab.get_mut(slot as usize) {
+            c.next_free = self.free;
+            self.free = slot;
+        }
     }
 
     /// Cancels the event of `token` if it is still queued (its payload is dropped; it
@@ -352,6 +405,56 @@ impl<T> EventQueue<T> {
         true
     }
 
+    /// Moves the queued event of `token` to `time` with `priority`, for `to` with
+    /// `item` (its old payload is dropped): exactly [`EventQueue::cancel`] followed by
+    /// [`EventQueue::push_token`] (the moved event takes the next sequence number, as a
+    /// new push would, so every pop comes in the same order), but when the old entry is
+    /// in the sorted array (nearly always) it is taken out at once and its slot reused,
+    /// instead of lingering until it reaches the top. A token that no longer names a
+    /// queued event (popped or cancelled) is a plain push.
+    ///
+    /// # Panics
+    /// With 2^32 events queued at once (far beyond any run's memory).
+    #[inline]
+    pub fn reschedule(
+        &mut self,
+        token: EventToken,
+        time: Time,
+        priority: Priority,
+        to: ComponentId,
+        item: T,
+    ) -> EventToken {
+        let live = self
+            .slab
+            .get(token.slot as usize)
+            .is_some_and(|c| c.seq == token.seq && c.item.is_some());
+        if live {
+            if self.heap.remove_near(token.slot) {
+                let (key, seq) = self.next_key(time, priority);
+                if let Some(c) = self.slab.get_mut(token.slot as usize) {
+                    c.seq = seq;
+                    c.to = to;
+                    c.item = Some(item);
+                }
+                self.heap.push(Keyed {
+                    key,
+                    slot: token.slot,
+                });
+                // The old entry may have been the top: a cancelled one under it comes
+                // up (the top is always a live event).
+                if self.cancelled > 0 {
+                    self.purge();
+                }
+                return EventToken {
+                    slot: token.slot,
+                    seq,
+                };
+            }
+            self.cancel(token);
+        }
+        self.push_token(time, priority, to, item)
+    }
+
     /// Drops cancelled entries from the top of the heap, freeing their slots, so the
     /// top is always a live event.
     fn purge(&mut self) {
@@ -367,7 +470,7 @@ impl<T> EventQueue<T> {
                 return;
             }
             self.heap.pop();
-            self.free.push(slot);
+            self.free_slot(slot);
             self.cancelled -= 1;
         }
     }
@@ -391,16 +494,28 @@ impl<T> EventQueue<T> {
     /// The payload of a popped key, its slot freed.
     #[inline]
     fn take(&mut self, Keyed { key, slot }: Keyed) -> Option<Entry<T>> {
-        // Every heap entry's slot holds its payload until it is popped (the top is
-        // never a cancelled event: `purge`).
+        // The slot is freed, and cancelled entries that came to the top dropped, before
+        // the payload is moved out: nothing between that move and the entry it builds,
+        // so the payload is copied once, straight into the entry (the slot is not
+        // reused before the next push). Every heap entry's slot holds its payload until
+        // it is popped (the top is never a cancelled event: `purge`).
         let c = self.slab.get_mut(slot as usize)?;
-        let to = c.to;
-        let item = c.item.take()?;
-        self.free.push(slot);
-        if self.cancelled > 0 {
-            self.purge();
+        c.next_free = self.free;
+        self.free = slot;
+        if self.cancelled == 0 {
+            return Some(Entry {
+                key,
+                to: c.to,
+                item: c.item.take()?,
+            });
         }
-        Some(Entry { key, to, item })
+        self.purge();
+        let c = self.slab.get_mut(slot as usize)?;
+        Some(Entry {
+            key,
+            to: c.to,
+            item: c.item.take()?,
+        })
     }
 
     /// The time of the earliest event, if any.
@@ -540,6 +655,67 @@ mod tests {
                     q.peek_time().map(|t| t.0),
                     reference.first_key_value().map(|(k, _)| k.0)
                 );
+            }
+        }
+
+        /// Moving an event (`reschedule`) delivers exactly what cancelling it and
+        /// pushing anew delivers, in the same order with the same sequence numbers:
+        /// two queues fed the same operations, one with moves, one with cancel + push,
+        /// across the sorted array and the heap, with stale tokens (popped, cancelled,
+        /// moved) and other cancellations mixed in.
+        #[test]
+        fn reschedule_is_cancel_then_push(
+            ops in prop::collection::vec(
+                (0u8..6, 0u64..40, 0u8..3, any::<prop::sample::Index>()),
+                0..500,
+            ),
+        ) {
+            let mut moved: EventQueue<usize> = EventQueue::new();
+            let mut plain: EventQueue<usize> = EventQueue::new();
+            // Tokens of both queues, pushed in step (a stale one stays in the list).
+            let mut tokens: Vec<(EventToken, EventToken)> = Vec::new();
+            let mut now = 0u64;
+            for (i, (op, dt, p, pick)) in ops.iter().enumerate() {
+                let (t, prio) = (Time(now + dt), Priority(*p));
+                match op {
+                    0 | 1 => {
+                        let a = moved.push_token(t, prio, TO, i);
+                        let b = plain.push_token(t, prio, TO, i);
+                        tokens.push((a, b));
+                    }
+                    2 | 3 if !tokens.is_empty() => {
+                        let k = pick.index(tokens.len());
+                        let (a, b) = tokens[k];
+                        let a = moved.reschedule(a, t, prio, ComponentId(u32::from(*p)), i);
+                        plain.cancel(b);
+                        let b = plain.push_token(t, prio, ComponentId(u32::from(*p)), i);
+                        tokens[k] = (a, b);
+                    }
+                    4 if !tokens.is_empty() => {
+                        let (a, b) = tokens[pick.index(tokens.len())];
+                        prop_assert_eq!(moved.cancel(a), plain.cancel(b));
+                    }
+                    _ => {
+                        let got = moved.pop_due(Time(now + dt));
+                        let want = plain.pop_due(Time(now + dt));
+                        let key = |e: &Entry<usize>| (e.packed_key(), e.to, e.item);
+                        prop_assert_eq!(got.as_ref().map(key), want.as_ref().map(key));
+                        if let Some(e) = want {
+                            now = e.time().0;
+                        }
+                    }
+                }
+                prop_assert_eq!(moved.len(), plain.len());
+                prop_assert_eq!(moved.peek_time(), plain.peek_time());
+                prop_assert_eq!(moved.next_sequence(), plain.next_sequence());
+            }
+            loop {
+                let (got, want) = (moved.pop(), plain.pop());
+                let key = |e: &Entry<usize>| (e.packed_key(), e.to, e.item);
+                prop_assert_eq!(got.as_ref().map(key), want.as_ref().map(key));
+                if want.is_none() {
+                    break;
+                }
             }
         }
 

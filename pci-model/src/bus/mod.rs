@@ -788,26 +788,22 @@ impl PciBus {
         self.set_tick(k, ctx);
     }
 
-    /// Makes clock `k` (> now) the bus's next wake-up, cancelling the one queued before.
+    /// Makes clock `k` (> now) the bus's next wake-up, moving the one queued before
+    /// (cancelled and queued anew, in one step: `Ctx::move_wake`).
     fn set_tick<M: From<PciMsg>>(&mut self, k: u64, ctx: &mut Ctx<'_, M>) {
         if self.tick == Some(k) {
             return;
         }
-        if let Some(old) = self.tick_token.take() {
-            ctx.cancel(old);
-        }
         self.generation += 1;
         self.tick = Some(k);
-        let n = k.saturating_sub(self.now_clk).max(1);
-        self.tick_token = Some(
-            ctx.wake_after_cancellable(
-                Cycles(n),
-                Priority::LATE,
-                PciMsg::Tick {
-                    generation: self.generation,
-                }
-                .into(),
-            ),
-        );
+        let n = Cycles(k.saturating_sub(self.now_clk).max(1));
+        let msg = PciMsg::Tick {
+            generation: self.generation,
+        }
+        .into();
+        self.tick_token = Some(match self.tick_token.take() {
+            Some(old) => ctx.move_wake(old, n, Priority::LATE, msg),
+            None => ctx.wake_after_cancellable(n, Priority::LATE, msg),
+        });
     }
 }

@@ -104,7 +104,7 @@ impl NodeStore {
 pub type SystemWorld = Wiring<Comp, Vec<NodeStore>>;
 
 impl Part<Msg, Vec<NodeStore>> for Comp {
-    #[inline]
+    #[inline(always)]
     fn take(
         &mut self,
         msg: Msg,
