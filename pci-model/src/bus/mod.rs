@@ -744,10 +744,17 @@ impl PciBus {
                     // computed, nor is the costly one once the others reach the commit.
                     let cap = next.map_or(u64::MAX, |n| n.saturating_sub(c + 1));
                     let busy = self.active.is_some();
+                    // An idle bus's held-off clocks bound the wake-up only with a trace:
+                    // without one, the idle bounds below (the retry loop's, or the first
+                    // start's) are never earlier than the first clock a REQ# line can be
+                    // on, where that run ends (a start needs its line; checked in debug
+                    // builds below).
                     let quiet = if busy {
                         self.quiet_clocks(c)
-                    } else {
+                    } else if tracing {
                         self.held_idle_run(c + 1, u64::MAX)
+                    } else {
+                        0
                     };
                     // Both delayed-read bounds start from the same sole read.
                     let sole = if tracing {
@@ -774,6 +781,13 @@ impl PciBus {
                     }
                 }
             };
+            debug_assert!(
+                self.active.is_some()
+                    || tracing
+                    || self.params.stepping != Stepping::FastForward
+                    || skip >= self.held_idle_run(c + 1, u64::MAX),
+                "an untraced idle bound before the held-off idle clocks end, after clock {c}"
+            );
             let k = c.saturating_add(1).saturating_add(skip);
             next = Some(next.map_or(k, |n| n.min(k)));
         }
