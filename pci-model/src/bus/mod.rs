@@ -63,6 +63,7 @@ use crate::ram_fold::RamBacking;
 use crate::stats::{BusStats, MasterStats, TenureRecord};
 use arbiter::Arbiter;
 use sim_kernel::{ComponentId, Ctx, Cycles, EventKey, EventToken, Fsm, Priority, Time};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use tenure::Tenure;
 
@@ -201,6 +202,9 @@ pub struct PciBus {
     params: BusParams,
     period_ps: u64,
     phase_ps: u64,
+    /// The last commit instant `next_commit_clock` converted, with the clock period and
+    /// phase it used and its clock (see there).
+    commit_clock: Cell<(Time, (u64, u64), u64)>,
     domain_checked: bool,
     now_clk: u64,
     clk_next: u64,
@@ -270,6 +274,7 @@ impl PciBus {
             arb: Arbiter::new(params.park),
             params,
             period_ps: period,
+            commit_clock: Cell::new((Time(u64::MAX), (0, 0), 0)),
             phase_ps: 0,
             domain_checked: false,
             now_clk: 0,
@@ -707,7 +712,16 @@ impl PciBus {
 
     fn next_commit_clock(&self) -> Option<u64> {
         let t = self.bridge.as_ref()?.next_commit()?;
-        Some(self.clock_at(t))
+        // Asked several times a clock while a write is posted: its clock is kept, so
+        // only a new commit instant costs a division.
+        let (at, grid, k) = self.commit_clock.get();
+        if at == t && grid == (self.period_ps, self.phase_ps) {
+            return Some(k);
+        }
+        let k = self.clock_at(t);
+        self.commit_clock
+            .set((t, (self.period_ps, self.phase_ps), k));
+        Some(k)
     }
 
     /// The first clock whose edge is at or after `t`.
