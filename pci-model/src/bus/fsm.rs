@@ -303,6 +303,8 @@ impl PciBus {
     }
 
     /// An internal invariant broke: log it (and stop a debug build).
+    #[cold]
+    #[inline(never)]
     fn impossible(&self, from: P, input: ClockInput) {
         tracing::error!(target: "pci::bus", ?from, ?input, "impossible bus transition");
         debug_assert!(false, "impossible bus transition {from:?} / {input:?}");
