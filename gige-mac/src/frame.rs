@@ -288,7 +288,7 @@ impl Frame {
     /// bytes are the same as [`Frame::new`]'s; the receiver's check gives the same
     /// verdict without computing the CRC a second time ([`check_frame_with`]).
     #[must_use]
-    pub fn with_fcs(id: FrameId, msg: MsgId, bytes: impl Into<Arc<[u8]>>) -> Self {
+    pub(crate) fn with_fcs(id: FrameId, msg: MsgId, bytes: impl Into<Arc<[u8]>>) -> Self {
         let bytes: Arc<[u8]> = bytes.into();
         debug_assert!(
             bytes.len() >= FCS_LEN && {
@@ -508,7 +508,8 @@ mod tests {
             min_len in 0usize..100,
             max_len in 0usize..1700,
         ) {
-            let bytes = finish([&[0u8; 14][..], &payload].concat(), FrameLimits { min_len: 0, max_len: usize::MAX }).unwrap();
+            let any_len = FrameLimits { min_len: 0, max_len: usize::MAX };
+            let bytes = finish([&[0u8; 14][..], &payload].concat(), any_len).unwrap();
             let limits = FrameLimits { min_len, max_len };
             let known = Frame::with_fcs(FrameId(7), MsgId(8), bytes.clone());
             let plain = Frame::new(FrameId(7), MsgId(8), bytes.clone());

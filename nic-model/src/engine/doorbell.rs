@@ -98,15 +98,26 @@ impl Engine {
         io.to_bus(Cycles(1), PciMsg::TargetWriteRetry { start, end, on });
     }
 
-    /// Starts decoding the next doorbell that can go, if the dispatcher is free.
-    pub(crate) fn kick_doorbells(&mut self, io: &mut Io, _ram: &mut BufferRam) {
+    /// Starts decoding the next doorbell that can go, if the dispatcher is free. The
+    /// usual case, the dispatcher idle with no doorbell waiting, is answered inline:
+    /// [`Engine::dispatch_doorbells`] would only set the state it is already in.
+    #[inline]
+    pub(crate) fn kick_doorbells(&mut self, io: &mut Io, ram: &mut BufferRam) {
+        if self.doorbells.fifo.is_empty() && self.doorbells.fsm.state() == DoorbellState::Idle {
+            return;
+        }
+        self.dispatch_doorbells(io, ram);
+    }
+
+    /// [`Engine::kick_doorbells`] past its inline check.
+    fn dispatch_doorbells(&mut self, io: &mut Io, _ram: &mut BufferRam) {
         if matches!(
             self.doorbells.fsm.state(),
             DoorbellState::Decoding | DoorbellState::Checking | DoorbellState::Linking
         ) {
             return;
         }
-        // Nothing to park or dispatch (what most events see): the dispatcher is idle.
+        // Nothing to park or dispatch: the dispatcher is idle.
         if self.doorbells.fifo.is_empty() {
             self.doorbells.fsm.set(DoorbellState::Idle, io);
             return;

@@ -40,8 +40,21 @@ impl Engine {
         self.rx_next(io);
     }
 
-    /// Starts the header check of the next frame if the front end is free.
+    /// Starts the header check of the next frame if the front end is free. The usual
+    /// cases, a frame in progress or the front end idle with none waiting, are answered
+    /// inline: [`Engine::start_rx_next`] would return at once or only set the state it
+    /// is already in.
+    #[inline]
     pub(crate) fn rx_next(&mut self, io: &mut Io) {
+        let front = &self.recv.front;
+        if front.cur.is_some() || (front.queue.is_empty() && front.fsm.state() == RxState::Idle) {
+            return;
+        }
+        self.start_rx_next(io);
+    }
+
+    /// [`Engine::rx_next`] past its inline check.
+    fn start_rx_next(&mut self, io: &mut Io) {
         if self.recv.front.cur.is_some() {
             return;
         }

@@ -50,11 +50,7 @@ impl Engine {
         self.kick_tx_mover(io, ram);
         // Most calls find the next slot in ring order empty, handed over already or not
         // filled yet: nothing to hand over (checked here instead of in a call).
-        let next = self.send.tx.slots.get(self.send.tx.next_handoff);
-        if next
-            .and_then(Option::as_ref)
-            .is_some_and(|s| !s.handed && s.filled())
-        {
+        if self.handoff_ready() {
             self.try_handoff(io, ram);
         }
     }

@@ -184,21 +184,30 @@ impl Engine {
             }
             self.send.tx.mover.start_next(now, period);
         }
-        // The send path goes on in `settle`, which pumps it after every message.
+        // The send path goes on in `settle`, which runs after this handler.
+    }
+
+    /// Whether the next slot in ring order holds a filled fragment not handed over yet.
+    #[inline]
+    pub(crate) fn handoff_ready(&self) -> bool {
+        self.send
+            .tx
+            .slots
+            .get(self.send.tx.next_handoff)
+            .and_then(Option::as_ref)
+            .is_some_and(|s| !s.handed && s.filled())
     }
 
     /// Hands filled slots to the GEC, in ring order.
     pub(crate) fn try_handoff(&mut self, io: &mut Io, ram: &mut BufferRam) {
         let n = self.send.tx.slots.len();
-        loop {
+        // Not a miss when it stops: the next slot in ring order holds no fragment to
+        // hand over.
+        while self.handoff_ready() {
             let i = self.send.tx.next_handoff;
-            // Not a miss: the next slot in ring order holds no fragment to hand over.
             let Some(s) = self.send.tx.slots.get(i).and_then(Option::as_ref) else {
                 return;
             };
-            if s.handed || !s.filled() {
-                return;
-            }
             if s.poisoned
                 && ram
                     .write(self.slot_addr(i) + OP_OFFSET as u64, &[0])
@@ -294,7 +303,7 @@ impl Engine {
             }
             self.send_progress(id, io, ram);
         }
-        // The free slot is given out in `settle`, which pumps the send path after every
-        // message.
+        // The free slot is given out in `settle`, which runs after this handler and
+        // pumps the send path.
     }
 }
