@@ -212,11 +212,12 @@ impl<M> Kernel<M> {
         self.components.push(ComponentInfo { name: name.into() });
         self.component_domains.push(domain);
         let e = self.edges[usize::from(domain.0)];
-        let grid = self
-            .edges
-            .iter()
-            .position(|o| o.period == e.period && o.phase == e.phase)
-            .and_then(|g| u16::try_from(g).ok())
+        // The first domain with the same period and phase (at the latest `domain`).
+        let grid = (0..=domain.0)
+            .find(|&g| {
+                let o = &self.edges[usize::from(g)];
+                o.period == e.period && o.phase == e.phase
+            })
             .unwrap_or(domain.0);
         self.component_grids.push(grid);
         id
@@ -372,8 +373,9 @@ impl<M> Kernel<M> {
     }
 
     /// [`Kernel::push_self`] for a wake-up that replaces the queued event of `token`
-    /// ([`EventQueue::reschedule`]). Out of line: a move is rare next to the pushes,
-    /// and inlined into a caller it would cost that caller's every call.
+    /// ([`EventQueue::reschedule`]). Out of line: inlined, its code weighed on every
+    /// call of its caller (the bus's `set_tick`, inlined into its message handler),
+    /// which measured slower.
     #[inline(never)]
     fn move_to(
         &mut self,
@@ -389,8 +391,9 @@ impl<M> Kernel<M> {
 
     /// [`Kernel::push_to`] for a message from the component being run to itself (a
     /// wake-up): now is an edge of its domain, the one the message lands on (every
-    /// event is delivered on an edge of its receiver's), so the landing edge needs
-    /// neither the cached edge nor a division.
+    /// event is delivered on an edge of its receiver's), so the floor of the landing
+    /// edge needs neither the cached edge nor a division; only an `earliest` past it
+    /// costs one.
     fn push_self(
         &mut self,
         me: ComponentId,
@@ -412,12 +415,7 @@ impl<M> Kernel<M> {
             self.now,
             "an event off its receiver's edge"
         );
-        let floor = self.now + e.period * min_cycles.0;
-        if earliest <= floor {
-            floor
-        } else {
-            first_edge_at_or_after(e.period, e.phase, earliest)
-        }
+        land(e.period, e.phase, self.now, earliest, min_cycles)
     }
 
     /// The edge of `to`'s domain a message sent now by `from` (the component being
@@ -454,14 +452,7 @@ impl<M> Kernel<M> {
             e.edge = edge;
             edge
         };
-        let floor = now_edge + e.period * min_cycles.0;
-        // The first edge at or after `earliest` is `floor` itself whenever `earliest`
-        // is not later (`floor` is an edge): no division then.
-        if earliest <= floor {
-            floor
-        } else {
-            first_edge_at_or_after(e.period, e.phase, earliest)
-        }
+        land(e.period, e.phase, now_edge, earliest, min_cycles)
     }
 }
 
@@ -470,6 +461,25 @@ impl<M> Kernel<M> {
 pub struct Ctx<'a, M> {
     kernel: &'a mut Kernel<M>,
     me: ComponentId,
+}
+
+/// The edge a message lands on: `min_cycles` periods after `now_edge` (an edge of the
+/// receiver's domain), or the first edge at or after `earliest` if that is later. The
+/// floor is an edge, so an `earliest` not past it costs no division.
+#[inline(always)]
+fn land(
+    period: Duration,
+    phase: Duration,
+    now_edge: Time,
+    earliest: Time,
+    min_cycles: Cycles,
+) -> Time {
+    let floor = now_edge + period * min_cycles.0;
+    if earliest <= floor {
+        floor
+    } else {
+        first_edge_at_or_after(period, phase, earliest)
+    }
 }
 
 impl<M> Ctx<'_, M> {
@@ -606,8 +616,9 @@ impl<M> Ctx<'_, M> {
     /// `n` (>= 1) cycles from now with `prio` and `msg`, and returns the token that
     /// cancels or moves it again: the same as [`Ctx::cancel`] then
     /// [`Ctx::wake_after_cancellable`] (the same events in the same order), without the
-    /// cancelled entry left in the queue until it reaches the top. A token whose event
-    /// was delivered or cancelled is ignored (a plain wake-up).
+    /// cancelled entry left in the queue until it reaches the top when it is in the
+    /// queue's sorted array (nearly always: a run keeps a handful of events queued). A
+    /// token whose event was delivered or cancelled is ignored (a plain wake-up).
     #[inline]
     pub fn move_wake(
         &mut self,

@@ -45,8 +45,8 @@ impl Arbiter {
     }
 
     /// The master GNT# is parked on, when the policy keeps it there (`LastMaster`): a
-    /// clock in which no other master's REQ# line is on changes nothing then, whether
-    /// its own line is on or not, and whether the bus is idle or not.
+    /// clock in which no other master's REQ# line is on leaves GNT# where it is then,
+    /// whether its own line is on or not, and whether the bus is idle or not.
     pub(crate) fn parked_on(&self) -> Option<usize> {
         self.gnt.filter(|_| self.park == ParkPolicy::LastMaster)
     }

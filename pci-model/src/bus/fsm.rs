@@ -327,7 +327,7 @@ fn fill_req_lines(masters: &[super::MasterPort], busy: usize, c: u64, out: &mut 
 /// passed and the request it asks the bus for has arrived. `busy`: it owns the
 /// transaction in progress, so it requests for the request queued behind that one.
 #[inline(always)]
-fn req_line(port: &super::MasterPort, busy: bool, c: u64) -> bool {
+pub(super) fn req_line(port: &super::MasterPort, busy: bool, c: u64) -> bool {
     let Some(prev) = c.checked_sub(1) else {
         return false;
     };

@@ -12,6 +12,7 @@
 //! runs never use them; the PCI lockstep tests and the system's lockstep harness compare
 //! both ways, and the debug assertion in `emit` catches an output stepped late.
 
+use super::fsm::req_line;
 use super::tenure::{Tenure, INITIAL_LATENCY_LIMIT};
 use super::words::{words, words_within};
 use super::{BusPhase, DeviceReply, PciBus, TargetKind};
@@ -89,10 +90,8 @@ impl PciBus {
         let mut k = c + 1;
         while k <= horizon {
             // REQ# of clock k - 1, as `req_lines` samples it (no transaction in progress).
-            let prev = k - 1;
             for (line, port) in reqs.iter_mut().zip(&self.masters) {
-                *line = prev >= port.hold_until
-                    && port.queue.front().is_some_and(|q| q.arrival <= prev);
+                *line = req_line(port, false, k);
             }
             let lines = &reqs[..n];
             if idle {

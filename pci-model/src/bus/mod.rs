@@ -196,6 +196,10 @@ struct LogWindow {
     closed: bool,
 }
 
+/// A commit instant, the clock grid (period and phase, in ps) it was converted on, and
+/// its clock (see `PciBus::next_commit_clock`); a grid of period 0 marks none.
+type CommitClock = (Time, (u64, u64), u64);
+
 /// One PCI bus segment (see the module doc).
 #[derive(Clone, Debug)]
 pub struct PciBus {
@@ -204,12 +208,12 @@ pub struct PciBus {
     phase_ps: u64,
     /// The last commit instant `next_commit_clock` converted, with the clock period and
     /// phase it used and its clock (see there).
-    commit_clock: Cell<(Time, (u64, u64), u64)>,
+    commit_clock: Cell<CommitClock>,
     domain_checked: bool,
     now_clk: u64,
     clk_next: u64,
     tick: Option<u64>,
-    /// The queued wake-up of `tick`, cancelled when superseded.
+    /// The queued wake-up of `tick`, moved (`Ctx::move_wake`) when superseded.
     tick_token: Option<EventToken>,
     generation: u64,
     phase: Fsm<BusPhase>,
@@ -274,7 +278,8 @@ impl PciBus {
             arb: Arbiter::new(params.park),
             params,
             period_ps: period,
-            commit_clock: Cell::new((Time(u64::MAX), (0, 0), 0)),
+            // No commit is converted yet: no grid has period 0.
+            commit_clock: Cell::new((Time::ZERO, (0, 0), 0)),
             phase_ps: 0,
             domain_checked: false,
             now_clk: 0,
@@ -714,13 +719,13 @@ impl PciBus {
         let t = self.bridge.as_ref()?.next_commit()?;
         // Asked several times a clock while a write is posted: its clock is kept, so
         // only a new commit instant costs a division.
-        let (at, grid, k) = self.commit_clock.get();
-        if at == t && grid == (self.period_ps, self.phase_ps) {
+        let grid = (self.period_ps, self.phase_ps);
+        let (at, g, k) = self.commit_clock.get();
+        if at == t && g == grid {
             return Some(k);
         }
         let k = self.clock_at(t);
-        self.commit_clock
-            .set((t, (self.period_ps, self.phase_ps), k));
+        self.commit_clock.set((t, grid, k));
         Some(k)
     }
 
@@ -761,8 +766,9 @@ impl PciBus {
                     // An idle bus's held-off clocks bound the wake-up only with a trace:
                     // without one, the idle bounds below (the retry loop's, or the first
                     // start's) are never earlier than the first clock a REQ# line can be
-                    // on, where that run ends (a start needs its line; checked in debug
-                    // builds below).
+                    // on, where that run ends (a start needs its line), and the delayed
+                    // read's wait is taken alone only at or past the commit cap, which
+                    // caps that run too (checked in debug builds below).
                     let quiet = if busy {
                         self.quiet_clocks(c)
                     } else if tracing {
