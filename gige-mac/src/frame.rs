@@ -203,7 +203,7 @@ pub fn check_fcs_with(limits: FrameLimits, frame: &[u8]) -> Result<EthernetFrame
 }
 
 /// [`check_fcs_with`] of a frame in flight: the same verdict, without computing the CRC
-/// again for a frame made by [`Frame::with_fcs`] (its FCS is the CRC of its bytes by
+/// again for a frame made by `Frame::with_fcs` (its FCS is the CRC of its bytes by
 /// construction, and the bytes cannot change since).
 ///
 /// # Errors
@@ -248,7 +248,7 @@ pub struct Frame {
     pub msg: MsgId,
     bytes: Arc<[u8]>,
     /// The last four bytes are the FCS of the others, as the sending MAC computed it
-    /// ([`Frame::with_fcs`]): [`check_frame_with`] need not compute the CRC again.
+    /// (`Frame::with_fcs`): [`check_frame_with`] need not compute the CRC again.
     fcs_known_good: bool,
 }
 
