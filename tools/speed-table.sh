@@ -4,7 +4,9 @@
 # one-way message (events / 10), simulated time per wall second and events per second;
 # then the best of N runs of the default sweep `--sizes 4..1048576 --iters 8` on every
 # core. Wall times depend on the machine's load: run it on a quiet machine, and compare
-# builds by alternating them (pass several binaries). Usage:
+# builds by alternating them (pass several binaries). Last, exact stepping
+# (`--set sim.stepping=exact`) per size, the best of two runs, as README's table has it.
+# Usage:
 #   tools/speed-table.sh [-n N] [hvia binary ...]   (default: 7 runs, target/release/hvia)
 set -eu
 n=7
@@ -36,4 +38,13 @@ echo "|---|---|---:|---:|---:|---:|"
 for b in "${bins[@]}"; do
   read -r ratio ev wall med < <(best "$b" --sizes 4..1048576 --iters 8)
   echo "| $b | all cores | $ratio | $ev | $wall | $med |"
+done
+echo
+echo "| binary | size | exact: events per message | exact: simulated / wall (best of 2) |"
+echo "|---|---:|---:|---:|"
+for s in 4 1460 65536 1048576; do
+  for b in "${bins[@]}"; do
+    read -r ratio ev _ _ < <(n=2 RAYON_NUM_THREADS=1 best "$b" --sizes "$s" --iters 4 --warmup 1 --set sim.stepping=exact)
+    python3 -c "print(f'| $b | $s | {$ev/10:,.0f} | $ratio |')"
+  done
 done
