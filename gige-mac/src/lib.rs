@@ -38,6 +38,7 @@
 //! | [`fdb`] | the switch's address-learning table |
 //! | `tags` | values keyed by descriptor address (the GEC's and DP83820's per-frame trace tags) |
 //! | [`pcap`] | pcap writer (nanosecond timestamps) and reader |
+//! | [`spare`] | [`SpareBuffers`], frame byte buffers kept for reuse |
 //! | [`msg`] | [`MacMsg`], everything these components receive |
 //! | [`params`] | parameter structs, defaults = the published system |
 //!
@@ -75,6 +76,7 @@ pub mod pcap;
 pub mod phy;
 pub mod port;
 pub mod rx;
+pub mod spare;
 pub mod switch;
 mod tags;
 pub mod testbench;
@@ -98,4 +100,5 @@ pub use params::{
 };
 pub use port::{MacPort, RxFailure};
 pub use rx::{GmiiRx, Received, RxError, RxFrame, RxStats};
+pub use spare::SpareBuffers;
 pub use switch::{Switch, SwitchError, SwitchPortStats};

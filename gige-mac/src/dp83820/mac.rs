@@ -30,6 +30,7 @@ use crate::msg::{MacMsg, PortIndex};
 use crate::params::WireParams;
 use crate::pause::is_mac_control;
 use crate::rx::{GmiiRx, RxError};
+use crate::spare::SpareBuffers;
 use sim_kernel::{ComponentId, Ctx, MsgId, Time};
 use std::collections::VecDeque;
 use via_abi::ethernet::{MacAddr, FCS_LEN, MIN_FRAME_LEN_NO_FCS};
@@ -112,7 +113,7 @@ pub struct Dp83820Mac {
     rxcfg: RxCfg,
     frames: VecDeque<Assembling>,
     /// Byte buffers of frames sent, kept for the next frames (no allocation per frame).
-    spare: Vec<Vec<u8>>,
+    spare: SpareBuffers,
     rx_seq: u64,
     rx_whole: bool,
     pub(super) rx_fifo_used: u64,
@@ -143,7 +144,7 @@ impl Dp83820Mac {
             txcfg: TxCfg::decode(0),
             rxcfg: RxCfg::decode(0),
             frames: VecDeque::new(),
-            spare: Vec::new(),
+            spare: SpareBuffers::default(),
             rx_seq: 0,
             rx_whole: true,
             rx_fifo_used: 0,
@@ -306,7 +307,7 @@ impl Dp83820Mac {
             Some(p) => p,
             None if c.offset == 0 => {
                 // Room for the pad and FCS appended once the frame is whole.
-                let mut data = self.spare.pop().unwrap_or_default();
+                let mut data = self.spare.take();
                 data.reserve(wire_total(true, c.len as usize));
                 self.frames.push_back(Assembling {
                     seq: c.frame,
@@ -361,7 +362,7 @@ impl Dp83820Mac {
             let Some(f) = self.frames.remove(pos) else {
                 break;
             };
-            self.keep_spare(f.data);
+            self.spare.keep(f.data);
             tracing::error!(target: "mac::tx", id = f.id.0, "frame aborted before it started: not sent");
             ctx.send(
                 self.bus_side,
@@ -420,14 +421,6 @@ impl Dp83820Mac {
         }
     }
 
-    /// Keeps the byte buffer of a frame that left for a later frame (a few at most).
-    fn keep_spare(&mut self, mut data: Vec<u8>) {
-        if self.spare.len() < 4 {
-            data.clear();
-            self.spare.push(data);
-        }
-    }
-
     fn tx_wake<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
         let Some(done) = self.tx.wake(ctx) else {
             return;
@@ -442,7 +435,7 @@ impl Dp83820Mac {
         let Some(mut f) = self.frames.remove(pos) else {
             return;
         };
-        self.keep_spare(std::mem::take(&mut f.data));
+        self.spare.keep(std::mem::take(&mut f.data));
         ctx.span(f.msg, "tx fifo wait", f.ready_at, done.start);
         self.stats.tx_frames += 1;
         if done.underrun {

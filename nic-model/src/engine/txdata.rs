@@ -72,7 +72,7 @@ impl Engine {
         let n = self.send.tx.slots.len();
         if let Some(c) = self.send.tx.control.pop_front() {
             let (ready, dst) = (ready(io), self.slot_addr(i));
-            let mut data = self.send.tx.take_buf();
+            let mut data = self.send.tx.spare.take();
             headers_into(&mut data, self.params.mac, c.dst, &c.hdr);
             data.extend_from_slice(&c.payload);
             let frame_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
@@ -303,7 +303,7 @@ impl Engine {
             remote_handle: address.map_or(MemHandle::NULL, |a| a.remote_handle),
             immediate: desc.map_or(0, |d| d.immediate),
         };
-        let mut data = self.send.tx.take_buf();
+        let mut data = self.send.tx.spare.take();
         headers_into(&mut data, mac, s.peer_mac, &hdr);
         let frame_len = u32::try_from(data.len() as u64 + len).unwrap_or(u32::MAX);
         self.send.tx.mover.push(Run {

@@ -180,7 +180,7 @@ impl Engine {
                 {
                     s.runs = s.runs.saturating_sub(1);
                 }
-                self.send.tx.keep_buf(run.tag.data);
+                self.send.tx.spare.keep(run.tag.data);
             }
             self.send.tx.mover.start_next(now, period);
         }

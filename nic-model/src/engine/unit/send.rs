@@ -8,6 +8,7 @@ use super::pieces::SegPieces;
 use crate::att::Piece;
 use crate::engine::fifo::{FifoSpace, Mover, MoverState};
 use crate::engine::ids::SendId;
+use gige_mac::SpareBuffers;
 use sim_kernel::{Fsm, MsgId, StateName, Time, TransitionSink};
 use std::collections::{BTreeMap, VecDeque};
 use via_abi::descriptor::{control_segment, ControlSegment};
@@ -449,7 +450,7 @@ pub(crate) struct TxPath {
     pub mover_fsm: Fsm<MoverState>,
     pub control: VecDeque<ControlFrame>,
     /// Byte buffers of TX runs that finished, kept for the next frames' headers.
-    pub spare: Vec<Vec<u8>>,
+    pub spare: SpareBuffers,
 }
 
 impl TxPath {
@@ -465,19 +466,7 @@ impl TxPath {
             mover: Mover::default(),
             mover_fsm: Fsm::new("tx.mover", MoverState::Idle),
             control: VecDeque::new(),
-            spare: Vec::new(),
-        }
-    }
-
-    /// A byte buffer for a new run (a kept one if there is one; contents undefined).
-    pub fn take_buf(&mut self) -> Vec<u8> {
-        self.spare.pop().unwrap_or_default()
-    }
-
-    /// Keeps the buffer of a finished run for a later one (a few at most).
-    pub fn keep_buf(&mut self, buf: Vec<u8>) {
-        if self.spare.len() < 4 {
-            self.spare.push(buf);
+            spare: SpareBuffers::default(),
         }
     }
 
