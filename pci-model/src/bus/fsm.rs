@@ -289,10 +289,7 @@ impl PciBus {
     fn sole_requester(&self, gnt_prev: Option<usize>, c: u64) -> Option<(usize, bool)> {
         let busy = self.active.as_ref().map(|t| t.master);
         let m = busy.or(gnt_prev)?;
-        let port = self
-            .masters
-            .get(m)
-            .filter(|p| p.queue.len() == self.queued)?;
+        let port = self.masters.get(m).filter(|_| !self.others_queued(m))?;
         Some((m, req_line(port, busy == Some(m), c)))
     }
 

@@ -57,7 +57,7 @@ impl PciBus {
         // the master starts in the first idle clock (after the turnaround, if this is
         // one) in which its own line is on.
         if let Some(g) = self.arb.parked_on() {
-            if let Some(p) = self.masters.get(g).filter(|p| p.queue.len() == self.queued) {
+            if let Some(p) = self.masters.get(g).filter(|_| !self.others_queued(g)) {
                 let first_idle = if self.phase.state() == BusPhase::Idle {
                     c + 1
                 } else {

@@ -569,8 +569,7 @@ impl PciBus {
         }
         let last_word = limit.min(t.words);
         let plain = last_word.saturating_sub(1).saturating_sub(t.done_words);
-        let others_want = self.arb.gnt() != Some(t.master) || self.others_queued(t.master);
-        if others_want {
+        if self.others_want(t) {
             plain.min((t.a_clk + t.lt).saturating_sub(c + 1))
         } else {
             plain
