@@ -1,0 +1,247 @@
+//! A device transaction applied whole (untraced `Stepping::FastForward`, on a bus
+//! without a host bridge): when the bus steps late through a transaction to a device
+//! target that has moved no word yet, whose master holds GNT# and is the only one with
+//! requests queued, and whose target takes every word as it comes, the clocks up to the
+//! last one stepped are applied at once instead of clock by clock: the clocks before
+//! DEVSEL# and the wait states (or, for a read, the clocks before its data is seen),
+//! then one data phase a clock up to the last word, whose clock ends the transaction
+//! (`finish`); where the stepping stops before the last word, the clocks up to there.
+//!
+//! What makes the outcome fixed: no other master's REQ# line is on (nothing else is
+//! queued), so the arbiter keeps GNT# on the master through the transaction (its own
+//! line, on for its next request or not, changes nothing while it owns the bus:
+//! `Arbiter::step_one`) and its latency timer never releases FRAME#; every input up to the clock stepped is already accepted (the
+//! bus only steps late, inside `run_to`); a write meets no write-retry window and
+//! the target takes all its words (its burst limit and the end of its range), from the
+//! clock `device_write_plan` gives on; a read's answer is known (landed, or a folded
+//! read's sample, seen from `visible_from`), covers every word, and comes before the
+//! initial-latency Retry. Anything else is stepped clock by clock as before. The
+//! counters, the tenure's fields and the bus phase end as the per-clock function leaves
+//! them; debug builds check every application against a copy of the bus stepped clock
+//! by clock, and the lockstep harness compares runs with exact stepping
+//! ([`PciBus::set_whole_skew_clocks`] breaks it by a clock for the test that shows the
+//! harness catches that).
+
+use super::tenure::INITIAL_LATENCY_LIMIT;
+use super::words::{words, words_within};
+use super::{BusPhase, DeviceReply, PciBus, TargetKind};
+use crate::memory::HostMemory;
+use crate::msg::PciMsg;
+use crate::params::Stepping;
+use sim_kernel::Ctx;
+
+impl PciBus {
+    /// Test hook: a transaction applied whole ends `clocks` clocks late, a deliberately
+    /// broken fast path that the lockstep harness must catch. 0 (the default) in every
+    /// real run.
+    pub fn set_whole_skew_clocks(&mut self, clocks: u64) {
+        self.whole_skew = clocks;
+    }
+
+    /// With clock `c` the next to step (a transaction in progress): if the rest of it can
+    /// be applied whole (see the module doc), its first data clock, the clock of its
+    /// last word and the words the target takes.
+    #[inline]
+    fn whole_plan(&self, c: u64, tracing: bool) -> Option<(u64, u64, u64)> {
+        if self.bridge.is_some() || tracing || self.params.stepping != Stepping::FastForward {
+            return None;
+        }
+        let t = self.active.as_deref()?;
+        if t.done_words > 0 || t.stop_prev || t.stop_end.is_some() || t.lt_cut {
+            return None;
+        }
+        if self.arb.gnt() != Some(t.master) || self.others_queued(t.master) {
+            return None;
+        }
+        let ti = t.target?;
+        let entry = self.targets.get(ti)?;
+        let TargetKind::Device { profile, .. } = &entry.kind else {
+            return None;
+        };
+        let devsel = t.a_clk + t.devsel;
+        let (first, limit) = if t.command.is_read() {
+            let read = self
+                .device_reads
+                .iter()
+                .find(|r| Some(r.tag) == t.read_tag)?;
+            let len = match read.reply.as_ref()? {
+                DeviceReply::Data(d) => d.len() as u64,
+                DeviceReply::Sampled { len, .. } => *len,
+                DeviceReply::Abort => return None,
+            };
+            let covered = t.addr.saturating_add(len).min(entry.end);
+            (
+                devsel.max(read.visible_from),
+                words_within(t.addr, t.end, t.w, covered),
+            )
+        } else {
+            if !self.write_retry.is_empty() || t.limit_words.is_some() {
+                return None;
+            }
+            let mut lim = entry.end;
+            if profile.max_write_burst_bytes > 0 {
+                lim = lim.min(t.addr.saturating_add(profile.max_write_burst_bytes));
+            }
+            (
+                devsel.max(t.a_clk + 1 + profile.write_wait_states.0),
+                words_within(t.addr, t.end, t.w, lim).max(1),
+            )
+        };
+        let n = t.words;
+        if n == 0 || limit < n || first < c || first > t.a_clk + INITIAL_LATENCY_LIMIT {
+            return None;
+        }
+        debug_assert_eq!(n, words(t.addr, t.end, t.w));
+        let first = first + self.whole_skew;
+        Some((first, first + n - 1, limit))
+    }
+
+    /// Applies the transaction in progress whole from clock `c` (the next to step) to its
+    /// last word's clock or to clock `target`, whichever comes first, if it can be (see
+    /// the module doc); returns the clocks applied (0: none, step as before).
+    pub(super) fn whole_run<M: From<PciMsg>>(
+        &mut self,
+        c: u64,
+        target: u64,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut Option<&mut HostMemory>,
+    ) -> u64 {
+        let Some((first, end_clock, limit)) = self.whole_plan(c, ctx.tracing()) else {
+            return 0;
+        };
+        let last = end_clock.min(target);
+        #[cfg(debug_assertions)]
+        let reference = (self.whole_skew == 0).then(|| self.stepped_copy(c, last, ctx));
+        let waits = first.min(last + 1) - c;
+        let data = (last + 1).saturating_sub(first);
+        let ends = last == end_clock;
+        if let Some(t) = self.active.as_mut() {
+            // FRAME# is released with the last word (and was off from the first clock
+            // for a one-word transaction).
+            t.frame = !ends && t.words > 1;
+            if data > 0 {
+                t.done_words = data;
+                t.first_data = Some(first);
+                t.last_data = Some(last);
+                t.limit_words = Some(limit);
+            }
+        }
+        self.stats.wait_cycles += waits;
+        self.stats.data_phases += data;
+        self.stats.cycles += waits + data;
+        self.stats.busy_cycles += waits + data;
+        self.phase.set(
+            if data > 0 {
+                BusPhase::Data
+            } else {
+                BusPhase::Wait
+            },
+            ctx,
+        );
+        if !ends {
+            #[cfg(debug_assertions)]
+            if let Some(reference) = reference {
+                self.clk_next = last + 1;
+                self.check_whole(&reference, &[], c, last);
+            }
+            return last + 1 - c;
+        }
+        // The last word's clock ends the transaction, as `step` does it.
+        self.clk_next = last;
+        #[cfg(debug_assertions)]
+        if let Some(reference) = reference {
+            // The outputs are collected, compared with the copy's, then sent as `emit`
+            // sends them, in the same order.
+            self.capture = Some(Vec::new());
+            self.finish(last, last, None, ctx, mem);
+            let out = self.capture.take().unwrap_or_default();
+            self.check_whole(&reference, &out, c, last);
+            for (to, at, msg) in out {
+                ctx.send_at(to, at, msg.into());
+            }
+            return last + 1 - c;
+        }
+        self.finish(last, last, None, ctx, mem);
+        last + 1 - c
+    }
+
+    /// Debug builds: a copy of the bus stepped clock by clock from `c` to `last`, its
+    /// outputs collected instead of sent.
+    #[cfg(debug_assertions)]
+    fn stepped_copy<M: From<PciMsg>>(
+        &self,
+        c: u64,
+        last: u64,
+        ctx: &mut Ctx<'_, M>,
+    ) -> (PciBus, Vec<super::Captured>) {
+        let mut copy = self.clone();
+        copy.capture = Some(Vec::new());
+        let mut k = c;
+        while k <= last {
+            copy.step(k, ctx, &mut None);
+            k += 1;
+            copy.clk_next = k;
+        }
+        let out = copy.capture.take().unwrap_or_default();
+        (copy, out)
+    }
+
+    /// Debug builds: the bus after a whole application is the copy stepped clock by
+    /// clock (what the check can compare: counters, phase, arbiter, queues, reads).
+    #[cfg(debug_assertions)]
+    fn check_whole(
+        &self,
+        reference: &(PciBus, Vec<super::Captured>),
+        out: &[super::Captured],
+        c: u64,
+        last: u64,
+    ) {
+        let (copy, want) = reference;
+        let at = format!("clocks {c}..={last}");
+        assert_eq!(out, &want[..], "whole run {at}: outputs");
+        assert_eq!(self.stats, copy.stats, "whole run {at}: counters");
+        assert_eq!(
+            self.phase.state(),
+            copy.phase.state(),
+            "whole run {at}: phase"
+        );
+        assert_eq!(self.arb, copy.arb, "whole run {at}: arbiter");
+        assert_eq!(self.queued, copy.queued, "whole run {at}: queued");
+        assert_eq!(
+            self.clk_next + u64::from(self.active.is_none()),
+            copy.clk_next,
+            "whole run {at}: clock"
+        );
+        let tenure = |b: &PciBus| {
+            b.active.as_deref().map(|t| {
+                (
+                    t.frame,
+                    t.done_words,
+                    t.first_data,
+                    t.last_data,
+                    t.limit_words,
+                    t.lt_cut,
+                    t.stop_prev,
+                    t.stop_end,
+                )
+            })
+        };
+        assert_eq!(
+            tenure(self),
+            tenure(copy),
+            "whole run {at}: the transaction"
+        );
+        assert_eq!(
+            self.device_reads.len(),
+            copy.device_reads.len(),
+            "whole run {at}: device reads"
+        );
+        let ports = |b: &PciBus| -> Vec<(u64, u64, usize)> {
+            b.masters
+                .iter()
+                .map(|p| (p.hold_until, p.lt, p.queue.len()))
+                .collect()
+        };
+        assert_eq!(ports(self), ports(copy), "whole run {at}: masters");
+    }
+}
