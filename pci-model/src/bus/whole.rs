@@ -1,30 +1,38 @@
-//! A device transaction applied whole (untraced `Stepping::FastForward`, on a bus
-//! without a host bridge): when the bus steps late through a transaction to a device
-//! target that has moved no word yet, whose master holds GNT# and is the only one with
-//! requests queued, and whose target takes every word as it comes, the clocks up to the
-//! last one stepped are applied at once instead of clock by clock: the clocks before
-//! DEVSEL# and the wait states (or, for a read, the clocks before its data is seen),
-//! then one data phase a clock up to the last word, whose clock ends the transaction
-//! (`finish`); where the stepping stops before the last word, the clocks up to there.
+//! A transaction applied whole (untraced `Stepping::FastForward`): when the bus steps
+//! late through a transaction that has moved no word yet, whose master holds GNT# and
+//! is the only one with requests queued, and whose target takes every word as it comes,
+//! the clocks up to the last one stepped are applied at once instead of clock by clock:
+//! the clocks before DEVSEL# and the wait states (or, for a read, the clocks before its
+//! data is seen), then one data phase a clock. To a device target the last word's
+//! clock is applied too (it ends the transaction: `finish`); through the host bridge
+//! it is stepped as usual. Where the stepping stops earlier (an input landed, or a
+//! posted write commits: `step` commits it and tells a watcher of host memory first),
+//! the clocks up to there are applied.
 //!
 //! What makes the outcome fixed: no other master's REQ# line is on (nothing else is
 //! queued), so the arbiter keeps GNT# on the master through the transaction (its own
 //! line, on for its next request or not, changes nothing while it owns the bus:
-//! `Arbiter::step_one`) and its latency timer never releases FRAME#; every input up to the clock stepped is already accepted (the
-//! bus only steps late, inside `run_to`); a write meets no write-retry window and
-//! the target takes all its words (its burst limit and the end of its range), from the
-//! clock `device_write_plan` gives on; a read's answer is known (landed, or a folded
-//! read's sample, seen from `visible_from`), covers every word, and comes before the
-//! initial-latency Retry. Anything else is stepped clock by clock as before. The
-//! counters, the tenure's fields and the bus phase end as the per-clock function leaves
-//! them; debug builds check every application against a copy of the bus stepped clock
-//! by clock, and the lockstep harness compares runs with exact stepping
-//! ([`PciBus::set_whole_skew_clocks`] breaks it by a clock for the test that shows the
-//! harness catches that).
+//! `Arbiter::step_one`) and its latency timer never releases FRAME#; every input up to
+//! the clock stepped is already accepted (the bus only steps late, inside `run_to`). A
+//! device write meets no write-retry window and the target takes all its words (its
+//! burst limit and the end of its range) from its first data clock (DEVSEL# and its
+//! write wait states); a device read's answer is known (landed, or a folded read's
+//! sample, seen from `visible_from`) and covers every word, before the initial-latency
+//! Retry. A write through the bridge fits its posting room, without a target abort; a
+//! read through it finds its delayed-read data in the prefetch buffer by DEVSEL# and
+//! streamed at least a word a clock, so a word moves every clock. Anything else is
+//! stepped clock by clock as before. The counters, the tenure's fields and the bus
+//! phase end as the per-clock function leaves them: debug builds check every
+//! application against a copy of the bus stepped clock by clock (and the outputs of a
+//! device transaction's last clock against the copy's), `pci-model/tests/whole_run.rs`
+//! and the PCI fast-path tests compare with per-clock stepping, and the lockstep harness
+//! compares runs with exact stepping ([`PciBus::set_whole_skew_clocks`] breaks it by a
+//! clock for the tests that show both catch that).
 
 use super::tenure::INITIAL_LATENCY_LIMIT;
 use super::words::{words, words_within};
 use super::{BusPhase, DeviceReply, PciBus, TargetKind};
+use crate::bridge::ReadClaim;
 use crate::memory::HostMemory;
 use crate::msg::PciMsg;
 use crate::params::Stepping;
@@ -40,10 +48,11 @@ impl PciBus {
 
     /// With clock `c` the next to step (a transaction in progress): if the rest of it can
     /// be applied whole (see the module doc), its first data clock, the clock of its
-    /// last word and the words the target takes.
+    /// last word, the words the target takes and the bridge's delayed-read slot it
+    /// takes its data from (a read of host memory).
     #[inline]
-    fn whole_plan(&self, c: u64, tracing: bool) -> Option<(u64, u64, u64)> {
-        if self.bridge.is_some() || tracing || self.params.stepping != Stepping::FastForward {
+    fn whole_plan(&self, c: u64, tracing: bool) -> Option<(u64, u64, u64, Option<u64>)> {
+        if tracing || self.params.stepping != Stepping::FastForward {
             return None;
         }
         let t = self.active.as_deref()?;
@@ -55,37 +64,68 @@ impl PciBus {
         }
         let ti = t.target?;
         let entry = self.targets.get(ti)?;
-        let TargetKind::Device { profile, .. } = &entry.kind else {
-            return None;
-        };
         let devsel = t.a_clk + t.devsel;
-        let (first, limit) = if t.command.is_read() {
-            let read = self
-                .device_reads
-                .iter()
-                .find(|r| Some(r.tag) == t.read_tag)?;
-            let len = match read.reply.as_ref()? {
-                DeviceReply::Data(d) => d.len() as u64,
-                DeviceReply::Sampled { len, .. } => *len,
-                DeviceReply::Abort => return None,
-            };
-            let covered = t.addr.saturating_add(len).min(entry.end);
-            (
-                devsel.max(read.visible_from),
-                words_within(t.addr, t.end, t.w, covered),
-            )
-        } else {
-            if !self.write_retry.is_empty() || t.limit_words.is_some() {
-                return None;
+        let mut slot = None;
+        let (first, limit) = match &entry.kind {
+            TargetKind::HostBridge => {
+                let b = self.bridge.as_ref()?;
+                if b.target_aborts(t.addr) {
+                    return None;
+                }
+                if t.command.is_read() {
+                    // Data in the prefetch buffer by DEVSEL#, streamed at least a word a
+                    // clock: a word every clock from there.
+                    let s = match t.slot {
+                        Some(id) => b.slot(id)?,
+                        None => match b.read_claim(t.addr, t.command, self.edge(devsel)) {
+                            ReadClaim::Latched(s) => s,
+                            ReadClaim::New { .. } | ReadClaim::Full => return None,
+                        },
+                    };
+                    if !t.stream_ok || s.first_data > self.edge(devsel) {
+                        return None;
+                    }
+                    slot = Some(s.id);
+                    (devsel, words_within(t.addr, t.end, t.w, s.limit))
+                } else {
+                    if t.limit_words.is_some() {
+                        return None;
+                    }
+                    (
+                        devsel,
+                        words_within(t.addr, t.end, t.w, b.write_limit(t.addr)),
+                    )
+                }
             }
-            let mut lim = entry.end;
-            if profile.max_write_burst_bytes > 0 {
-                lim = lim.min(t.addr.saturating_add(profile.max_write_burst_bytes));
+            TargetKind::Device { .. } if t.command.is_read() => {
+                let read = self
+                    .device_reads
+                    .iter()
+                    .find(|r| Some(r.tag) == t.read_tag)?;
+                let len = match read.reply.as_ref()? {
+                    DeviceReply::Data(d) => d.len() as u64,
+                    DeviceReply::Sampled { len, .. } => *len,
+                    DeviceReply::Abort => return None,
+                };
+                let covered = t.addr.saturating_add(len).min(entry.end);
+                (
+                    devsel.max(read.visible_from),
+                    words_within(t.addr, t.end, t.w, covered),
+                )
             }
-            (
-                devsel.max(t.a_clk + 1 + profile.write_wait_states.0),
-                words_within(t.addr, t.end, t.w, lim).max(1),
-            )
+            TargetKind::Device { profile, .. } => {
+                if !self.write_retry.is_empty() || t.limit_words.is_some() {
+                    return None;
+                }
+                let mut lim = entry.end;
+                if profile.max_write_burst_bytes > 0 {
+                    lim = lim.min(t.addr.saturating_add(profile.max_write_burst_bytes));
+                }
+                (
+                    devsel.max(t.a_clk + 1 + profile.write_wait_states.0),
+                    words_within(t.addr, t.end, t.w, lim).max(1),
+                )
+            }
         };
         let n = t.words;
         if n == 0 || limit < n || first < c || first > t.a_clk + INITIAL_LATENCY_LIMIT {
@@ -93,7 +133,7 @@ impl PciBus {
         }
         debug_assert_eq!(n, words(t.addr, t.end, t.w));
         let first = first + self.whole_skew;
-        Some((first, first + n - 1, limit))
+        Some((first, first + n - 1, limit, slot))
     }
 
     /// Applies the transaction in progress whole from clock `c` (the next to step) to its
@@ -106,16 +146,44 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         mem: &mut Option<&mut HostMemory>,
     ) -> u64 {
-        let Some((first, end_clock, limit)) = self.whole_plan(c, ctx.tracing()) else {
+        let Some((first, end_clock, limit, slot)) = self.whole_plan(c, ctx.tracing()) else {
             return 0;
         };
-        let last = end_clock.min(target);
+        // A posted write that commits in one of the clocks, or a watcher of host memory
+        // to tell, needs that clock stepped (`step` commits and tells first).
+        let mut target = target;
+        if self.bridge.is_some() {
+            if mem.as_deref().is_some_and(HostMemory::has_hits) {
+                return 0;
+            }
+            if let Some(k) = self.next_commit_clock() {
+                if k <= c {
+                    return 0;
+                }
+                target = target.min(k - 1);
+            }
+        }
+        // Through a host bridge the last word's clock is stepped as usual: its `finish`
+        // reads host memory or posts the data (which a debug check's copy of the bus must
+        // not do a second time); a device's is applied here too.
+        let end_clock_here = if self.bridge.is_some() {
+            end_clock.saturating_sub(1)
+        } else {
+            end_clock
+        };
+        let last = end_clock_here.min(target);
+        if last < c {
+            return 0;
+        }
         #[cfg(debug_assertions)]
         let reference = (self.whole_skew == 0).then(|| self.stepped_copy(c, last, ctx));
         let waits = first.min(last + 1) - c;
         let data = (last + 1).saturating_sub(first);
         let ends = last == end_clock;
         if let Some(t) = self.active.as_mut() {
+            if data > 0 && slot.is_some() {
+                t.slot = slot; // claimed in its first data clock
+            }
             // FRAME# is released with the last word (and was off from the first clock
             // for a one-word transaction).
             t.frame = !ends && t.words > 1;
