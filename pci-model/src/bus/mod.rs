@@ -709,6 +709,10 @@ impl PciBus {
                     self.clk_next = c + retried;
                     continue;
                 }
+                if self.whole_start(c, ctx, mem) {
+                    self.clk_next = c + 1;
+                    continue;
+                }
             }
             self.step(c, ctx, mem);
             self.clk_next = c + 1;
