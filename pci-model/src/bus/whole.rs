@@ -3,9 +3,8 @@
 //! is the only one with requests queued, and whose target takes every word as it comes,
 //! the clocks up to the last one stepped are applied at once instead of clock by clock:
 //! the clocks before DEVSEL# and the wait states (or, for a read, the clocks before its
-//! data is seen), then one data phase a clock. To a device target the last word's
-//! clock is applied too (it ends the transaction: `finish`); through the host bridge
-//! it is stepped as usual. Where the stepping stops earlier (an input landed, or a
+//! data is seen), then one data phase a clock up to the last word, whose clock ends the
+//! transaction (`finish`). Where the stepping stops earlier (an input landed, or a
 //! posted write commits: `step` commits it and tells a watcher of host memory first),
 //! the clocks up to there are applied.
 //!
@@ -164,49 +163,31 @@ impl PciBus {
                 target = target.min(k - 1);
             }
         }
-        // Through a host bridge the last word's clock is stepped as usual: its `finish`
-        // reads host memory or posts the data (which a debug check's copy of the bus must
-        // not do a second time); a device's is applied here too.
-        let end_clock_here = if self.bridge.is_some() {
-            end_clock.saturating_sub(1)
-        } else {
-            end_clock
-        };
-        let last = end_clock_here.min(target);
-        if last < c {
-            return 0;
+        let last = end_clock.min(target);
+        let ends = last == end_clock;
+        if ends && self.bridge.is_some() {
+            // Through the host bridge the last word's `finish` reads host memory or posts
+            // the data, which a debug check's copy of the bus must not do a second time:
+            // the copy is compared before that clock, which is then applied as `step`
+            // applies it.
+            if last > c {
+                #[cfg(debug_assertions)]
+                let reference = (self.whole_skew == 0).then(|| self.stepped_copy(c, last - 1, ctx));
+                self.apply_span(c, last - 1, (first, limit, slot), false, ctx);
+                #[cfg(debug_assertions)]
+                if let Some(reference) = reference {
+                    self.clk_next = last;
+                    self.check_whole(&reference, &[], c, last - 1);
+                }
+            }
+            self.apply_span(last, last, (first, limit, slot), true, ctx);
+            self.clk_next = last;
+            self.finish(last, last, None, ctx, mem);
+            return last + 1 - c;
         }
         #[cfg(debug_assertions)]
         let reference = (self.whole_skew == 0).then(|| self.stepped_copy(c, last, ctx));
-        let waits = first.min(last + 1) - c;
-        let data = (last + 1).saturating_sub(first);
-        let ends = last == end_clock;
-        if let Some(t) = self.active.as_mut() {
-            if data > 0 && slot.is_some() {
-                t.slot = slot; // claimed in its first data clock
-            }
-            // FRAME# is released with the last word (and was off from the first clock
-            // for a one-word transaction).
-            t.frame = !ends && t.words > 1;
-            if data > 0 {
-                t.done_words = data;
-                t.first_data = Some(first);
-                t.last_data = Some(last);
-                t.limit_words = Some(limit);
-            }
-        }
-        self.stats.wait_cycles += waits;
-        self.stats.data_phases += data;
-        self.stats.cycles += waits + data;
-        self.stats.busy_cycles += waits + data;
-        self.phase.set(
-            if data > 0 {
-                BusPhase::Data
-            } else {
-                BusPhase::Wait
-            },
-            ctx,
-        );
+        self.apply_span(c, last, (first, limit, slot), ends, ctx);
         if !ends {
             #[cfg(debug_assertions)]
             if let Some(reference) = reference {
@@ -232,6 +213,48 @@ impl PciBus {
         }
         self.finish(last, last, None, ctx, mem);
         last + 1 - c
+    }
+
+    /// Applies clocks `c ..= upto` of the transaction in progress: wait clocks before
+    /// `first`, a data phase a clock from `first` on (the target takes `limit` words; a
+    /// bridge read's data comes from `slot`); `ends`: the last word moves in `upto`,
+    /// with FRAME# released.
+    fn apply_span<M: From<PciMsg>>(
+        &mut self,
+        c: u64,
+        upto: u64,
+        (first, limit, slot): (u64, u64, Option<u64>),
+        ends: bool,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let waits = first.min(upto + 1).saturating_sub(c);
+        let data = (upto + 1).saturating_sub(first.max(c));
+        if let Some(t) = self.active.as_mut() {
+            // FRAME# is released with the last word (and was off from the first clock
+            // for a one-word transaction).
+            t.frame = !ends && t.words > 1;
+            if data > 0 {
+                if slot.is_some() {
+                    t.slot = slot; // claimed in its first data clock
+                }
+                t.done_words += data;
+                t.first_data.get_or_insert(first);
+                t.last_data = Some(upto);
+                t.limit_words = Some(limit);
+            }
+        }
+        self.stats.wait_cycles += waits;
+        self.stats.data_phases += data;
+        self.stats.cycles += waits + data;
+        self.stats.busy_cycles += waits + data;
+        self.phase.set(
+            if data > 0 {
+                BusPhase::Data
+            } else {
+                BusPhase::Wait
+            },
+            ctx,
+        );
     }
 
     /// Steps clock `c` of an idle bus in which the master holding GNT#, the only one with
