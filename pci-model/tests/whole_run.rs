@@ -2,10 +2,14 @@
 //! without a host bridge (as the card's local bus), one master (sometimes a second one,
 //! sometimes pipelining several requests) reads and writes a device target with random
 //! DEVSEL# timing, write wait states, write burst limits and read latencies, at random
-//! instants; fast stepping (untraced, where transactions are applied whole, and traced,
-//! where they are not) must give what per-clock stepping gives: every message with its
-//! instant, the bus counters, the transaction log and the device's bytes. A transaction
-//! applied a clock late (`PciBus::set_whole_skew_clocks`) must be caught.
+//! instants, sometimes with a write-retry window on part of the target for a while; fast
+//! stepping (untraced, where transactions are applied whole, and traced, where they are
+//! not) must give what per-clock stepping gives: every message the masters receive with
+//! its instant, the bus counters, the transaction log (clocks and data) and the device's
+//! bytes (what its `TargetWrite`s wrote). A transaction applied a clock late
+//! (`PciBus::set_whole_skew_clocks`) must be caught. (Transactions through the host
+//! bridge are covered by `fast_path.rs`, `lazy_commit.rs` and `retry_loop.rs`, folded
+//! reads by `ram_fold.rs`.)
 
 mod common;
 
@@ -82,6 +86,16 @@ fn scenario(seed: u64, stepping: Stepping, trace: bool, skew: u64) -> Outcome {
             }),
         );
         at += [0, 30_000, 300_000, 3_000_000][r.below(4) as usize];
+    }
+    // Back-pressure: a write-retry window on part of the device for a while.
+    if r.below(3) == 0 {
+        let start = DEV + 4 * r.below(DEV_BYTES / 4);
+        let end = start + 4 * (1 + r.below(64));
+        let on_at = r.below(at.max(1));
+        let off_at = on_at + 1 + r.below(3_000_000);
+        for (t, on) in [(on_at, true), (off_at, false)] {
+            s.k.post(s.bus, Time(t), PciMsg::TargetWriteRetry { start, end, on });
+        }
     }
     s.run();
     let received =

@@ -130,8 +130,8 @@ struct Skew {
     /// Each delayed-read Retry attempt applied as a whole (untraced) holding REQ# off
     /// this many clocks too long.
     retry_run: u64,
-    /// A device transaction applied whole (untraced, on the card's local bus) ending
-    /// this many clocks late.
+    /// A transaction applied whole (untraced, on either bus) ending this many clocks
+    /// late.
     whole: u64,
 }
 
@@ -374,10 +374,11 @@ fn a_retry_attempt_applied_one_clock_long_is_caught() {
     );
 }
 
-/// Device transactions of the card's local bus applied whole (untraced fast stepping)
-/// that end one clock late are caught.
+/// Transactions applied whole (untraced fast stepping, both buses: the DP83820's and the
+/// GEC's on the card's local bus, the card's DMA on the system bus) that end one clock
+/// late are caught.
 #[test]
-fn a_whole_device_transaction_one_clock_late_is_caught() {
+fn a_transaction_applied_whole_one_clock_late_is_caught() {
     let cfg = preset("hvia-ge");
     let skew = Skew {
         whole: 1,
@@ -385,7 +386,7 @@ fn a_whole_device_transaction_one_clock_late_is_caught() {
     };
     assert!(
         caught(&cfg, 1460, skew),
-        "device transactions applied whole one clock late went unnoticed"
+        "transactions applied whole one clock late went unnoticed"
     );
 }
 

@@ -151,7 +151,7 @@ impl MasterPort {
 }
 
 /// A read forwarded to a device target, and its answer once it arrived.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct DeviceRead {
     pub tag: u64,
     pub target: usize,
@@ -163,7 +163,7 @@ pub(crate) struct DeviceRead {
     pub visible_from: u64,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum DeviceReply {
     Data(Vec<u8>),
     Abort,
@@ -707,10 +707,6 @@ impl PciBus {
                 let retried = self.retry_run(c, target, ctx.tracing());
                 if retried > 0 {
                     self.clk_next = c + retried;
-                    continue;
-                }
-                if self.whole_start(c, ctx, mem) {
-                    self.clk_next = c + 1;
                     continue;
                 }
             }
