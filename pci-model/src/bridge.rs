@@ -114,7 +114,7 @@ pub(crate) struct WaitingCpuWrite {
 }
 
 /// The host bridge's state (see the module doc).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HostBridge {
     params: BridgeParams,
     mem_size: u64,

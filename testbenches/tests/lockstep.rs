@@ -130,6 +130,9 @@ struct Skew {
     /// Each delayed-read Retry attempt applied as a whole (untraced) holding REQ# off
     /// this many clocks too long.
     retry_run: u64,
+    /// A transaction applied whole (untraced, on either bus) ending this many clocks
+    /// late.
+    whole: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -147,6 +150,7 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
             b.set_untraced_read_skew_clocks(skew.read);
             b.set_lazy_commit_skew_clocks(skew.commit);
             b.set_retry_run_skew_clocks(skew.retry_run);
+            b.set_whole_skew_clocks(skew.whole);
         }
     }
 }
@@ -367,6 +371,22 @@ fn a_retry_attempt_applied_one_clock_long_is_caught() {
     assert!(
         caught(&cfg, 1460, skew),
         "Retry attempts applied one clock long went unnoticed"
+    );
+}
+
+/// Transactions applied whole (untraced fast stepping, both buses: the DP83820's and the
+/// GEC's on the card's local bus, the card's DMA on the system bus) that end one clock
+/// late are caught.
+#[test]
+fn a_transaction_applied_whole_one_clock_late_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        whole: 1,
+        ..Skew::default()
+    };
+    assert!(
+        caught(&cfg, 1460, skew),
+        "transactions applied whole one clock late went unnoticed"
     );
 }
 

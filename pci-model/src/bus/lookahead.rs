@@ -13,7 +13,7 @@
 //! both ways, and the debug assertion in `emit` catches an output stepped late.
 
 use super::fsm::req_line;
-use super::tenure::{Tenure, INITIAL_LATENCY_LIMIT};
+use super::tenure::{device_write_end, device_write_first, Tenure, INITIAL_LATENCY_LIMIT};
 use super::words::{words, words_within};
 use super::{BusPhase, DeviceReply, PciBus, TargetKind};
 use crate::params::Stepping;
@@ -162,11 +162,8 @@ impl PciBus {
         let TargetKind::Device { profile, .. } = &target.kind else {
             return None;
         };
-        let first = a + profile.devsel.clocks().max(1 + profile.write_wait_states.0);
-        let mut lim = target.end;
-        if profile.max_write_burst_bytes > 0 {
-            lim = lim.min(addr.saturating_add(profile.max_write_burst_bytes));
-        }
+        let first = device_write_first(profile, a);
+        let lim = device_write_end(profile, target.end, addr);
         let n = words_within(addr, end, w, lim)
             .max(1)
             .min(words(addr, end, w).max(1));

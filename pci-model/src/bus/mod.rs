@@ -49,6 +49,7 @@ mod lookahead;
 mod retry;
 mod retry_run;
 pub mod tenure;
+mod whole;
 pub(crate) mod words;
 
 pub use fold::FoldStats;
@@ -150,7 +151,7 @@ impl MasterPort {
 }
 
 /// A read forwarded to a device target, and its answer once it arrived.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct DeviceRead {
     pub tag: u64,
     pub target: usize,
@@ -162,7 +163,7 @@ pub(crate) struct DeviceRead {
     pub visible_from: u64,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum DeviceReply {
     Data(Vec<u8>),
     Abort,
@@ -195,6 +196,9 @@ struct LogWindow {
     open: bool,
     closed: bool,
 }
+
+/// An output collected instead of sent (debug checks): target, instant, message.
+pub(crate) type Captured = (ComponentId, Time, PciMsg);
 
 /// A commit instant, the clock grid (period and phase, in ps) it was converted on, and
 /// its clock (see `PciBus::next_commit_clock`); a grid of period 0 marks none.
@@ -261,6 +265,11 @@ pub struct PciBus {
     /// Test hook: clocks a lazily committed write becomes visible late (see
     /// [`PciBus::set_lazy_commit_skew_clocks`]); 0 in every real run.
     lazy_commit_skew: u64,
+    /// Test hook: clocks a transaction applied whole ends late (see
+    /// [`PciBus::set_whole_skew_clocks`]); 0 in every real run.
+    whole_skew: u64,
+    /// Debug checks' copies of the bus: their outputs, collected instead of sent.
+    capture: Option<Vec<Captured>>,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
     log_window: Option<LogWindow>,
@@ -311,6 +320,8 @@ impl PciBus {
             untraced_read_skew: 0,
             lazy_commits: false,
             lazy_commit_skew: 0,
+            whole_skew: 0,
+            capture: None,
             stats: BusStats::default(),
             log: None,
             log_window: None,
@@ -675,6 +686,11 @@ impl PciBus {
             // Plain data phases need a transaction in progress, held-off idle clocks
             // none (each check is 0 otherwise): only the one that can apply is made.
             if self.active.is_some() {
+                let whole = self.whole_run(c, target, ctx, mem);
+                if whole > 0 {
+                    self.clk_next = c + whole;
+                    continue;
+                }
                 let plain = self.plain_run(c, target + 1 - c);
                 if plain > 0 {
                     self.advance_plain(c, plain);

@@ -29,7 +29,7 @@
 use super::words::{align_down, bytes_through, words, words_within};
 use super::{DeviceRead, DeviceReply, PciBus, TargetKind};
 use crate::msg::{Command, PciMsg};
-use crate::params::ReadMode;
+use crate::params::{ReadMode, TargetProfile};
 use crate::stats::TenureEnd;
 use sim_kernel::{ComponentId, Ctx};
 
@@ -44,6 +44,22 @@ pub(super) const INITIAL_LATENCY_LIMIT: u64 = 15;
 /// Clocks from one data phase within which a target must complete the next, else it
 /// disconnects (PCI 2.2 §3.5.1.2, the 8-clock subsequent latency rule).
 const SUBSEQUENT_LATENCY_LIMIT: u64 = 8;
+
+/// One past the last byte a device target of `profile` whose range ends at `range_end`
+/// takes in one write burst starting at `addr` (its burst limit, its range).
+pub(super) fn device_write_end(profile: &TargetProfile, range_end: u64, addr: u64) -> u64 {
+    if profile.max_write_burst_bytes > 0 {
+        range_end.min(addr.saturating_add(profile.max_write_burst_bytes))
+    } else {
+        range_end
+    }
+}
+
+/// The first clock a device target of `profile` can take a written word in, for a write
+/// whose address phase is clock `a`: DEVSEL#, and its write wait states after the address.
+pub(super) fn device_write_first(profile: &TargetProfile, a: u64) -> u64 {
+    a + profile.devsel.clocks().max(1 + profile.write_wait_states.0)
+}
 
 /// The transaction in progress.
 #[derive(Clone, Debug)]
@@ -447,10 +463,7 @@ impl PciBus {
                     if let Some(limit) = t.limit_words {
                         return Ready::Yes { limit };
                     }
-                    let mut lim = range_end;
-                    if profile.max_write_burst_bytes > 0 {
-                        lim = lim.min(t.addr.saturating_add(profile.max_write_burst_bytes));
-                    }
+                    let mut lim = device_write_end(profile, range_end, t.addr);
                     // A window above the start: disconnect at its first byte.
                     for &(s, _) in &self.write_retry {
                         if s > t.addr {
