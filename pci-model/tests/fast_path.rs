@@ -177,13 +177,7 @@ fn scenario(seed: u64, stepping: Stepping, trace: bool) -> Outcome {
         );
     }
     s.run();
-    let received =
-        s.w.iter()
-            .filter_map(|(_, n)| match n {
-                pci_model::Node::Probe(p) => Some(p.received.clone()),
-                _ => None,
-            })
-            .collect();
+    let received = s.probe_messages();
     let mut memory = vec![0u8; len as usize];
     pt.read(&s.w.store, va, &mut memory).unwrap();
     memory.extend(s.w.store.read_vec(0x10_0000, 21_000).unwrap());

@@ -98,13 +98,7 @@ fn scenario(seed: u64, stepping: Stepping, trace: bool, skew: u64) -> Outcome {
         }
     }
     s.run();
-    let received =
-        s.w.iter()
-            .filter_map(|(_, n)| match n {
-                pci_model::Node::Probe(p) => Some(p.received.clone()),
-                _ => None,
-            })
-            .collect();
+    let received = s.probe_messages();
     Outcome {
         received,
         stats: s.bus().stats().clone(),

@@ -161,6 +161,17 @@ impl Sys {
             .collect()
     }
 
+    /// What every probe received, in the order of registration.
+    pub fn probe_messages(&self) -> Vec<Vec<(Time, PciMsg)>> {
+        self.w
+            .iter()
+            .filter_map(|(_, n)| match n {
+                Node::Probe(p) => Some(p.received.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn run(&mut self) {
         self.k.run_to_idle(&mut self.w);
     }
