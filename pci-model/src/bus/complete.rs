@@ -377,6 +377,7 @@ impl PciBus {
         msg: PciMsg,
     ) {
         // A debug check collects the outputs of a copy of the bus (`whole.rs`).
+        #[cfg(debug_assertions)]
         if let Some(out) = self.capture.as_mut() {
             out.push((to, at, msg));
             return;

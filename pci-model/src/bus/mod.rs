@@ -198,6 +198,7 @@ struct LogWindow {
 }
 
 /// An output collected instead of sent (debug checks): target, instant, message.
+#[cfg(debug_assertions)]
 pub(crate) type Captured = (ComponentId, Time, PciMsg);
 
 /// A commit instant, the clock grid (period and phase, in ps) it was converted on, and
@@ -269,6 +270,7 @@ pub struct PciBus {
     /// [`PciBus::set_whole_skew_clocks`]); 0 in every real run.
     whole_skew: u64,
     /// Debug checks' copies of the bus: their outputs, collected instead of sent.
+    #[cfg(debug_assertions)]
     capture: Option<Vec<Captured>>,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
@@ -321,6 +323,7 @@ impl PciBus {
             lazy_commits: false,
             lazy_commit_skew: 0,
             whole_skew: 0,
+            #[cfg(debug_assertions)]
             capture: None,
             stats: BusStats::default(),
             log: None,

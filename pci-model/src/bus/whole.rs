@@ -24,9 +24,9 @@
 //!
 //! The counters, the tenure's fields, the bus phase and the arbiter end as the per-clock
 //! function leaves them. Debug builds check every application against a copy of the bus
-//! stepped clock by clock, with a device transaction's outputs (a transaction through the
-//! bridge is compared before its last clock, whose `finish` reads host memory or posts
-//! the data, which the copy must not do a second time); `pci-model/tests/whole_run.rs`
+//! stepped clock by clock, with a device transaction's outputs; a transaction through the
+//! bridge is compared before its last clock, whose `finish` the copy cannot run (it has
+//! no host memory to read, and a lazily committed write must not be posted twice); `pci-model/tests/whole_run.rs`
 //! and the PCI fast-path tests compare with per-clock stepping, and the lockstep harness
 //! compares runs with exact stepping ([`PciBus::set_whole_skew_clocks`] breaks it by a
 //! clock for the tests that show both catch that).
@@ -195,8 +195,9 @@ impl PciBus {
         let ends = last == w.end;
         if ends && w.bridge {
             // The last word's `finish` reads host memory or posts the data, which a debug
-            // check's copy of the bus must not do a second time: the copy is compared
-            // before that clock, which is then applied as `step` applies it.
+            // check's copy of the bus cannot do (it has no host memory, and a lazy post
+            // must not happen twice): the copy is compared before that clock, which is
+            // then applied as `step` applies it.
             if last > c {
                 #[cfg(debug_assertions)]
                 let reference = self.stepped_copy(c, last - 1, ctx);
