@@ -633,6 +633,7 @@ impl PciBus {
                 if now > 0 {
                     self.run_to(now - 1, ctx, &mut mem);
                 }
+                let behind = matches!(&other, PciMsg::Request(r) if self.lands_behind(r.master));
                 self.accept(other, now, ctx);
                 // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
                 // or (fast, untraced) where the first clock it can change has an output
@@ -647,6 +648,13 @@ impl PciBus {
                 let stepped = self.clk_next.checked_sub(1);
                 match (stepped, self.params.stepping, ctx.tracing()) {
                     (Some(last), Stepping::FastForward, false) => {
+                        // A request behind another of its master's changes no clock in
+                        // which the bus can have an output (`lands_behind`): the wake-up
+                        // queued before is still a lower bound on the first one (the
+                        // look-ahead computed now may give an earlier, looser one).
+                        if behind && self.tick.is_some() {
+                            return;
+                        }
                         let next = match self.next_tick(last, false) {
                             Some(k) => k.max(now + 1),
                             None if last >= now && self.tick.is_none() => return,
@@ -716,6 +724,21 @@ impl PciBus {
             self.step(c, ctx, mem);
             self.clk_next = c + 1;
         }
+    }
+
+    /// Whether a request of master `m` landing now queues behind another of its requests
+    /// that decides its REQ# line (its first, or its second while it owns the bus): then
+    /// no bound of the untraced look-ahead moves. Every REQ# line, the arbitration stepped
+    /// ahead, each master's silent clocks, the retry loop and the transaction in
+    /// progress follow from those requests alone, and whether another master than any
+    /// given one has work does not change (this master had work already). A debug
+    /// assertion in `handle` checks it against the look-ahead.
+    fn lands_behind(&self, m: MasterId) -> bool {
+        let m = usize::from(m.0);
+        let owner = self.active.as_ref().is_some_and(|t| t.master == m);
+        self.masters
+            .get(m)
+            .is_some_and(|p| p.queue.len() >= if owner { 2 } else { 1 })
     }
 
     /// Idle bus, nothing queued, GNT# stable: stepping changes nothing but idle counts.
