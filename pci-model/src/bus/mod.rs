@@ -648,9 +648,9 @@ impl PciBus {
                 let stepped = self.clk_next.checked_sub(1);
                 match (stepped, self.params.stepping, ctx.tracing()) {
                     (Some(last), Stepping::FastForward, false) => {
-                        // A request behind another of its master's changes no clock in
-                        // which the bus can have an output (`lands_behind`): the wake-up
-                        // queued before is still a lower bound on the first one (the
+                        // A request behind another of its master's changes nothing the
+                        // bus does up to its first output (`lands_behind`): the wake-up
+                        // queued before is still a lower bound on that clock (the
                         // look-ahead computed now may give an earlier, looser one).
                         if behind && self.tick.is_some() {
                             return;
@@ -727,14 +727,24 @@ impl PciBus {
     }
 
     /// Whether a request of master `m` landing now queues behind another of its requests
-    /// that decides its REQ# line (its first, or its second while it owns the bus): then
-    /// no bound of the untraced look-ahead moves. Every REQ# line, the arbitration stepped
-    /// ahead, each master's silent clocks, the retry loop and the transaction in
-    /// progress follow from those requests alone, and whether another master than any
-    /// given one has work does not change (this master had work already). A debug
-    /// assertion in `handle` checks it against the look-ahead.
+    /// (behind its first, or behind its second while it owns the bus): then it changes
+    /// nothing the bus does up to the first clock that has an output, so the wake-up
+    /// queued before is still a lower bound on that clock. Every other master's REQ#
+    /// line, `others_queued` for every master and every bound that depends on the count
+    /// of queued requests are as before (this master had work already); this master's
+    /// own line follows the request behind the one it moves only while it owns the bus,
+    /// where it decides nothing (GNT# moves only to another master whose line is on, and
+    /// parks only on an idle clock); and the new request can matter only once the one
+    /// ahead of it completes, which a master's `TransactionDone` (an output) reports. The
+    /// bridge's CPU master, whose writes can complete without an output, sends no
+    /// `Request` (a master without a component is refused in `enqueue_request`), and is
+    /// excluded here all the same. Guarded as every untraced bound is: `emit`'s debug
+    /// assertion that no output is stepped late, the PCI proptests, lockstep.
     fn lands_behind(&self, m: MasterId) -> bool {
         let m = usize::from(m.0);
+        if self.master_components.get(m).copied().flatten().is_none() {
+            return false;
+        }
         let owner = self.active.as_ref().is_some_and(|t| t.master == m);
         self.masters
             .get(m)
