@@ -222,8 +222,7 @@ impl PciBus {
             Some(DeviceReply::Abort) => Some(from),
             Some(reply) => {
                 let len = reply.data_len().unwrap_or(0);
-                let covered = t.addr.saturating_add(len).min(target.end);
-                let n = words_within(t.addr, t.end, t.w, covered).min(t.words);
+                let n = t.words_answered(len, target.end).min(t.words);
                 if n == 0 {
                     return Some(from); // target abort in its first data phase
                 }

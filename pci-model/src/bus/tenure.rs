@@ -103,6 +103,19 @@ pub(crate) struct Tenure {
     pub retry_window: bool,
 }
 
+impl Tenure {
+    /// The words of this transaction a device read's answer of `len` bytes covers, the
+    /// target's range ending at `range_end`.
+    pub(super) fn words_answered(&self, len: u64, range_end: u64) -> u64 {
+        words_within(
+            self.addr,
+            self.end,
+            self.w,
+            self.addr.saturating_add(len).min(range_end),
+        )
+    }
+}
+
 /// The target's answer in one clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Resp {
@@ -429,12 +442,7 @@ impl PciBus {
                         Some(DeviceReply::Abort) => Ready::Abort,
                         Some(reply) => {
                             let len = reply.data_len().unwrap_or(0);
-                            let limit = words_within(
-                                t.addr,
-                                t.end,
-                                t.w,
-                                t.addr.saturating_add(len).min(range_end),
-                            );
+                            let limit = t.words_answered(len, range_end);
                             if limit == 0 {
                                 // Not even the first data phase: the target cannot
                                 // supply this address (a retry would loop forever).

@@ -33,7 +33,7 @@
 
 use super::tenure::{device_write_end, device_write_first, INITIAL_LATENCY_LIMIT};
 use super::words::{words, words_within};
-use super::{BusPhase, DeviceReply, PciBus, TargetKind};
+use super::{BusPhase, PciBus, TargetKind};
 use crate::bridge::ReadClaim;
 use crate::memory::HostMemory;
 use crate::msg::PciMsg;
@@ -78,13 +78,15 @@ impl PciBus {
             return None;
         }
         let ti = t.target?;
-        let (first, limit, slot) = match &self.targets.get(ti)?.kind {
+        let target = self.targets.get(ti)?;
+        let (range_end, bridge) = (target.end, matches!(target.kind, TargetKind::HostBridge));
+        let (first, limit, slot) = match &target.kind {
             TargetKind::HostBridge => self.bridge_plan(c)?,
             TargetKind::Device { profile, .. } if !t.command.is_read() => {
                 if !self.write_retry.is_empty() || t.limit_words.is_some() {
                     return None;
                 }
-                let lim = device_write_end(profile, self.targets[ti].end, t.addr);
+                let lim = device_write_end(profile, range_end, t.addr);
                 let first = device_write_first(profile, t.a_clk);
                 (first, words_within(t.addr, t.end, t.w, lim).max(1), None)
             }
@@ -93,15 +95,10 @@ impl PciBus {
                     .device_reads
                     .iter()
                     .find(|r| Some(r.tag) == t.read_tag)?;
-                let len = match read.reply.as_ref()? {
-                    DeviceReply::Data(d) => d.len() as u64,
-                    DeviceReply::Sampled { len, .. } => *len,
-                    DeviceReply::Abort => return None,
-                };
-                let covered = t.addr.saturating_add(len).min(self.targets[ti].end);
-                // Data seen before clock `c` would have moved in the clock it was seen.
+                let len = read.reply.as_ref()?.data_len()?; // `None`: a target abort
+                                                            // Data seen before clock `c` would have moved in the clock it was seen.
                 let first = (t.a_clk + t.devsel).max(read.visible_from).max(c);
-                (first, words_within(t.addr, t.end, t.w, covered), None)
+                (first, t.words_answered(len, range_end), None)
             }
         };
         let n = t.words;
@@ -115,7 +112,7 @@ impl PciBus {
             end: first + n - 1,
             limit,
             slot,
-            bridge: matches!(self.targets[ti].kind, TargetKind::HostBridge),
+            bridge,
         })
     }
 
