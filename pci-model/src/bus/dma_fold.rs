@@ -4,20 +4,28 @@
 //! ([`PciBus::fold_dma_master`]) and save those two messages a burst.
 //!
 //! - `DmaStart` goes to the bus. The bus runs the master's own logic
-//!   ([`DmaMaster::start`](crate::DmaMaster)) as the master would have at that instant;
-//!   each burst it asks for is queued at once with the clock it would have landed in as
-//!   its arrival (REQ# and every bound of the bus honour a request's arrival).
-//! - A burst's end does not send `TransactionDone`: the master's completion logic runs
-//!   at the instant the message would have landed (the kernel's landing rule for the
-//!   bus's send, `ClockDomain::landing`); the bursts it asks for are queued with their
-//!   landing clock, and each `DmaDone` is sent to land where the master's send from that
-//!   instant would have landed.
+//!   ([`DmaMaster::start`](crate::DmaMaster)) at that instant; each burst it asks for is
+//!   queued with the clock its `Request` would have landed in as its arrival (REQ# and
+//!   every bound of the bus honour a request's arrival). A job that ends at once is
+//!   reported as the master's send would report it; a `DmaStart` that queues no burst
+//!   (the master's bursts in flight already) does not touch the bus, as it did not
+//!   before.
+//! - A burst's end does not send `TransactionDone`: when the bus steps the burst's last
+//!   clock (on time: an output clock has its wake-up), the master's completion logic
+//!   runs with the instant that message would have landed at as its `now`
+//!   (`ClockDomain::landing`, the kernel's rule); the bursts it asks for are queued with
+//!   their landing clock, and each `DmaDone` is sent to land where the master's send from
+//!   that instant would have landed.
 //!
-//! A burst's end is an output clock of the bus either way, so the bus is woken for it
-//! as before, and the bound it computes after it sees the bursts queued there. What can
-//! differ is the order of a `DmaDone` among other events of its receiver's edge (it is
-//! queued from an earlier event than the master's), which the lockstep harness checks
-//! with the rest. Untraced only: the master's state transitions are not recorded.
+//! The master's logic sees its inputs in the order it saw them before, at the same
+//! instants, but a completion is now taken at an earlier event than the reference's: it
+//! is taken before a `DmaStart` of the same instant (which the master takes in either
+//! order to the same effect: a completion frees a slot, a start adds a job behind the
+//! others, and the next burst is the first job's either way), and its `DmaDone` is queued
+//! before the events of its receiver's edge that were queued in between. The census of
+//! step 6 (docs/speed-plan.md) found no `DmaDone` meeting another event of the engine at
+//! the same instant; the lockstep harness checks the results. Untraced only: the master's
+//! state transitions are not recorded.
 
 use super::{PciBus, Reply};
 use crate::dma::{DmaMaster, DmaPort};
@@ -122,10 +130,11 @@ impl PciBus {
         self.folded_dma.as_ref().is_some_and(|f| f.master == m)
     }
 
-    /// A `DmaStart` landed now (clock `c`): the master takes it as it would have. When
-    /// it sends nothing (its bursts in flight already), the bus is not touched: `None`.
-    /// Else the bus is stepped up to clock `c - 1` and what it sends applied; `Some`:
-    /// whether its requests only queued behind another of the master's
+    /// A `DmaStart` landed now (clock `c`): the master takes it as it would have. Its
+    /// reports (a job that ends at once) go out as the master's send from now would,
+    /// without the bus. When it queues no burst (its bursts in flight already), the bus
+    /// is not touched: `None`. Else the bus is stepped up to clock `c - 1` and the
+    /// bursts queued; `Some`: whether they only queued behind another of the master's
     /// (`lands_behind`).
     pub(super) fn dma_start<M: From<PciMsg>>(
         &mut self,
@@ -135,24 +144,43 @@ impl PciBus {
         mem: &mut Option<&mut HostMemory>,
     ) -> Option<bool> {
         let at = ctx.now();
-        let sent = self.call_folded(Input::Start(job), at)?;
+        let master = self.folded_dma.as_ref().map(|f| f.dma.master())?;
+        let (requests, mut dones) = self.call_folded(Input::Start(job), at)?;
+        for (to, done) in dones.drain(..) {
+            ctx.send(to, PciMsg::DmaDone(done).into());
+        }
+        if requests.is_empty() {
+            self.keep_buffers(requests, dones);
+            return None;
+        }
         if c > 0 {
             self.run_to(c - 1, ctx, mem);
         }
-        let master = self.folded_dma.as_ref().map(|f| f.dma.master())?;
         let behind = self.lands_behind(master);
-        self.apply_folded(sent, at, c, ctx);
+        self.apply_folded((requests, dones), at, c, ctx);
         Some(behind)
     }
 
     /// The folded master's request is over, its `TransactionDone` sent at `t_end` from
-    /// now: handled where it would have landed.
+    /// now (the clock being stepped): the master takes it now, as at the instant it
+    /// would have landed.
     pub(super) fn dma_completion<M: From<PciMsg>>(
         &mut self,
         done: TransactionDone,
         t_end: Time,
         ctx: &mut Ctx<'_, M>,
     ) {
+        // As `emit` checks for every output: the clock is stepped on time, so the
+        // message's landing (and the master's instant) is the reference's.
+        #[cfg(debug_assertions)]
+        if self.capture.is_none() {
+            debug_assert!(
+                self.clk_next >= self.now_clk,
+                "a folded DMA completion of clock {} stepped late at clock {}",
+                self.clk_next,
+                self.now_clk
+            );
+        }
         let at = ctx.my_domain().landing(ctx.now(), t_end);
         self.run_folded(Input::Done(done), at, ctx);
     }
@@ -189,7 +217,9 @@ impl PciBus {
     }
 
     /// Applies what the folded master sent at instant `at` (clock `c`): its requests
-    /// land a clock later, its `DmaDone`s where a send from `at` lands.
+    /// land a clock later, its `DmaDone`s where a send from `at` lands. A request the bus
+    /// refuses is answered after the others are queued, as the bus answers each at its
+    /// landing.
     fn apply_folded<M: From<PciMsg>>(
         &mut self,
         (mut requests, mut dones): Sent,
@@ -202,9 +232,21 @@ impl PciBus {
             self.emit(ctx, to, land, PciMsg::DmaDone(done));
         }
         let arrival = c + 1 + self.dma_fold_skew;
+        let mut refused = Vec::new();
         for req in requests.drain(..) {
-            self.fold_request(req, arrival, ctx);
+            if let Some(done) = self.fold_request(req, arrival) {
+                refused.push(done);
+            }
         }
+        self.keep_buffers(requests, dones);
+        for done in refused {
+            let at = ctx.my_domain().landing(done.end, Time::ZERO);
+            self.run_folded(Input::Done(done), at, ctx);
+        }
+    }
+
+    /// Gives the (drained) buffers back to the folded master for its next input.
+    fn keep_buffers(&mut self, requests: Vec<BusRequest>, dones: Vec<(ComponentId, DmaDone)>) {
         if let Some(f) = self.folded_dma.as_mut() {
             if f.requests.capacity() < requests.capacity() {
                 f.requests = requests;
@@ -215,23 +257,20 @@ impl PciBus {
         }
     }
 
-    /// Queues a request of the folded master that lands in clock `arrival`, refused as
-    /// `enqueue_request` refuses a bad one (its `TransactionDone` sent at the landing).
-    fn fold_request<M: From<PciMsg>>(
-        &mut self,
-        req: BusRequest,
-        arrival: u64,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    /// Queues a request of the folded master that lands in clock `arrival`; a bad one
+    /// (as `enqueue_request` refuses it: the master never makes one) is not queued, and
+    /// its `TransactionDone`, sent at the landing, is returned.
+    fn fold_request(&mut self, req: BusRequest, arrival: u64) -> Option<TransactionDone> {
         let m = usize::from(req.master.0);
         let Some(component) = self.master_components.get(m).copied().flatten() else {
+            tracing::warn!(target: "pci::bus", master = m, "folded DMA request from an unknown master dropped");
             self.stats.dropped_inputs += 1;
-            return;
+            return None;
         };
         let total = req.bytes();
         if total == 0 || req.addr.checked_add(total).is_none() {
             let landed = self.edge(arrival);
-            let done = TransactionDone {
+            return Some(TransactionDone {
                 tag: req.tag,
                 status: TxnStatus::BadRequest,
                 bytes: 0,
@@ -242,11 +281,9 @@ impl PciBus {
                 latency_timer_expirations: 0,
                 start: landed,
                 end: landed,
-            };
-            let at = ctx.my_domain().landing(landed, Time::ZERO);
-            self.run_folded(Input::Done(done), at, ctx);
-            return;
+            });
         }
         self.push_queued(m, req, total, Reply::Master(component), arrival);
+        None
     }
 }
