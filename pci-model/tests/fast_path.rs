@@ -28,21 +28,9 @@ struct Outcome {
     events: u64,
     /// Requests the raw master and the CPU made.
     asked: (usize, usize),
-    dma: Option<pci_model::DmaStats>,
 }
 
 fn scenario(seed: u64, stepping: Stepping, trace: bool) -> Outcome {
-    run_scenario(seed, stepping, trace, false)
-}
-
-/// [`scenario`], the DMA master folded into the bus when `fold` (its `DmaStart` posted
-/// to the bus; the probe in its place must receive nothing).
-fn run_scenario(seed: u64, stepping: Stepping, trace: bool, fold: bool) -> Outcome {
-    run_skewed(seed, stepping, trace, fold, 0)
-}
-
-/// [`run_scenario`] with the folded master's requests landing `skew` clocks late.
-fn run_skewed(seed: u64, stepping: Stepping, trace: bool, fold: bool, skew: u64) -> Outcome {
     let mut r = SplitMix64::new(seed);
     let wide = r.below(2) == 1;
     let bus = BusParams {
@@ -68,18 +56,11 @@ fn run_skewed(seed: u64, stepping: Stepping, trace: bool, fold: bool, skew: u64)
     let engine = s.probe("engine", false);
     let cpu = s.probe("cpu", true);
     let lt = [4, 16, 64][r.below(3) as usize];
-    let dma_params = DmaParams {
+    let (dma, _) = s.dma(DmaParams {
         burst_bytes: [64, 100, 512, 4096][r.below(4) as usize],
         latency_timer: Cycles(lt),
         ..DmaParams::default()
-    };
-    let dma = if fold {
-        s.dma_folded(dma_params);
-        s.w.bus_mut(s.bus).unwrap().set_dma_fold_skew_clocks(skew);
-        s.bus
-    } else {
-        s.dma(dma_params).0
-    };
+    });
     let (raw, m) = s.master("raw", [2, 8, 32][r.below(3) as usize]);
     let profile = TargetProfile {
         max_write_burst_bytes: [0, 32][r.below(2) as usize],
@@ -114,32 +95,6 @@ fn run_skewed(seed: u64, stepping: Stepping, trace: bool, fold: bool, skew: u64)
             pages: pt.pages_of(va, len).unwrap(),
         }),
     );
-    // Sometimes a second job over the same buffer, overlapping the first, and a job of
-    // no bytes (it ends at once: the master reports it without a burst).
-    if r.below(2) == 0 {
-        s.k.post(
-            dma,
-            Time(r.below(300_000)),
-            PciMsg::DmaStart(DmaJob {
-                tag: 2,
-                reply_to: engine,
-                direction: DmaDirection::Read { len },
-                pages: pt.pages_of(va, len).unwrap(),
-            }),
-        );
-    }
-    if r.below(4) == 0 {
-        s.k.post(
-            dma,
-            Time(r.below(300_000)),
-            PciMsg::DmaStart(DmaJob {
-                tag: 3,
-                reply_to: engine,
-                direction: DmaDirection::Read { len: 0 },
-                pages: Vec::new(),
-            }),
-        );
-    }
     // The raw master: reads and writes to the device and to host memory.
     let raw_n = 1 + r.below(6);
     let cpu_n = r.below(6);
@@ -222,14 +177,7 @@ fn run_skewed(seed: u64, stepping: Stepping, trace: bool, fold: bool, skew: u64)
         );
     }
     s.run();
-    let mut received = s.probe_messages();
-    if fold {
-        let in_place = received.remove(2);
-        assert!(
-            in_place.is_empty(),
-            "the folded master's probe got {in_place:?}"
-        );
-    }
+    let received = s.probe_messages();
     let mut memory = vec![0u8; len as usize];
     pt.read(&s.w.store, va, &mut memory).unwrap();
     memory.extend(s.w.store.read_vec(0x10_0000, 21_000).unwrap());
@@ -242,7 +190,6 @@ fn run_skewed(seed: u64, stepping: Stepping, trace: bool, fold: bool, skew: u64)
         device: s.w.device(device).unwrap().bytes().to_vec(),
         events: s.k.stats().events,
         asked: (raw_n as usize, cpu_n as usize),
-        dma: s.dma_stats(),
     }
 }
 
@@ -269,35 +216,12 @@ proptest! {
         prop_assert_eq!(&slow.log, &untraced.log);
         prop_assert_eq!(&slow.memory, &untraced.memory);
         prop_assert_eq!(&slow.device, &untraced.device);
-        prop_assert_eq!(&slow.dma, &untraced.dma);
-        // The DMA master folded into the bus (untraced fast stepping): the same again,
-        // with fewer events.
-        let folded = run_scenario(seed, Stepping::FastForward, false, true);
-        prop_assert!(untraced.events > folded.events);
-        prop_assert_eq!(&slow.received, &folded.received);
-        prop_assert_eq!(&slow.stats, &folded.stats);
-        prop_assert_eq!(&slow.log, &folded.log);
-        prop_assert_eq!(&slow.memory, &folded.memory);
-        prop_assert_eq!(&slow.device, &folded.device);
-        prop_assert_eq!(&slow.dma, &folded.dma);
         // Everything that was asked for ended (engine: DmaDone; raw master: one
         // TransactionDone per request).
         prop_assert!(slow.received[0].iter().any(|(_, m)| matches!(m, PciMsg::DmaDone(_))));
         prop_assert_eq!(slow.received[1].len(), slow.asked.1);
         prop_assert_eq!(slow.received[2].len(), slow.asked.0);
     }
-}
-
-/// A folded DMA master whose requests land one clock late gives other results: the
-/// comparison above would catch it.
-#[test]
-fn a_folded_dma_master_one_clock_late_is_caught() {
-    let caught = (0..20).any(|seed| {
-        let slow = scenario(seed, Stepping::PerClock, false);
-        let late = run_skewed(seed, Stepping::FastForward, false, true, 1);
-        slow.received != late.received || slow.log != late.log
-    });
-    assert!(caught, "a folded DMA master one clock late went unnoticed");
 }
 
 /// The random scenarios reach every termination the bus models.

@@ -82,8 +82,7 @@ fn observe_system(sys: &System, records: Vec<String>, one_way_ps: u64) -> Observ
         .filter_map(|(_, c)| match c {
             Comp::Cpu(_, c) => Some(format!("{:?}", c.stats())),
             Comp::Engine(_, e) => Some(format!("{:?}", e.stats())),
-            // A component, or run by its system bus (untraced fast stepping).
-            Comp::Dma(n, _) | Comp::FoldedDma(n) => sys.dma(*n).map(|d| format!("{:?}", d.stats())),
+            Comp::Dma(_, d) => Some(format!("{:?}", d.stats())),
             Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => Some(format!("{:?}", b.stats())),
             // With the reads its local bus answered from the buffer RAM for it.
             Comp::Gec(n, _) => sys.gec_stats(*n).map(|s| format!("{s:?}")),
@@ -134,9 +133,6 @@ struct Skew {
     /// A transaction applied whole (untraced, on either bus) ending this many clocks
     /// late.
     whole: u64,
-    /// The requests of the DMA master folded into its system bus (untraced) landing
-    /// this many clocks late.
-    dma_fold: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -155,7 +151,6 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
             b.set_lazy_commit_skew_clocks(skew.commit);
             b.set_retry_run_skew_clocks(skew.retry_run);
             b.set_whole_skew_clocks(skew.whole);
-            b.set_dma_fold_skew_clocks(skew.dma_fold);
         }
     }
 }
@@ -392,21 +387,6 @@ fn a_transaction_applied_whole_one_clock_late_is_caught() {
     assert!(
         caught(&cfg, 1460, skew),
         "transactions applied whole one clock late went unnoticed"
-    );
-}
-
-/// The card's DMA master folded into its system bus (untraced fast stepping) with its
-/// requests landing one clock late is caught.
-#[test]
-fn a_folded_dma_master_one_clock_late_is_caught() {
-    let cfg = preset("hvia-ge");
-    let skew = Skew {
-        dma_fold: 1,
-        ..Skew::default()
-    };
-    assert!(
-        caught(&cfg, 1460, skew),
-        "a folded DMA master's requests one clock late went unnoticed"
     );
 }
 

@@ -325,11 +325,7 @@ impl PciBus {
                     start: q.start.unwrap_or(t_end),
                     end: t_end,
                 };
-                if self.folds_master(m) {
-                    self.dma_completion(done, t_end, ctx);
-                } else {
-                    self.emit(ctx, component, t_end, PciMsg::TransactionDone(done));
-                }
+                self.emit(ctx, component, t_end, PciMsg::TransactionDone(done));
             }
             Reply::CpuRead(reply_to) => {
                 let data = if status == TxnStatus::Ok {

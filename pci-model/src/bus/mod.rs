@@ -42,7 +42,6 @@
 pub(crate) mod arbiter;
 mod bulk;
 mod complete;
-mod dma_fold;
 mod fold;
 pub mod fsm;
 mod inputs;
@@ -270,11 +269,6 @@ pub struct PciBus {
     /// Test hook: clocks a transaction applied whole ends late (see
     /// [`PciBus::set_whole_skew_clocks`]); 0 in every real run.
     whole_skew: u64,
-    /// The DMA master folded into the bus (`dma_fold.rs`), if any.
-    folded_dma: Option<Box<dma_fold::FoldedDma>>,
-    /// Test hook: clocks a folded DMA master's requests land late (see
-    /// [`PciBus::set_dma_fold_skew_clocks`]); 0 in every real run.
-    dma_fold_skew: u64,
     /// Debug checks' copies of the bus: their outputs, collected instead of sent.
     #[cfg(debug_assertions)]
     capture: Option<Vec<Captured>>,
@@ -329,8 +323,6 @@ impl PciBus {
             lazy_commits: false,
             lazy_commit_skew: 0,
             whole_skew: 0,
-            folded_dma: None,
-            dma_fold_skew: 0,
             #[cfg(debug_assertions)]
             capture: None,
             stats: BusStats::default(),
@@ -637,61 +629,46 @@ impl PciBus {
                     self.ensure_tick(next, ctx);
                 }
             }
-            PciMsg::DmaStart(job) if self.folded_dma.is_some() => {
-                // The folded DMA master takes the job (`dma_fold.rs`); the bus is
-                // stepped, and its wake-up computed again, only when a burst or a report
-                // goes out.
-                if let Some(behind) = self.dma_start(job, now, ctx, &mut mem) {
-                    self.input_wake(now, behind, ctx);
-                }
-            }
             other => {
                 if now > 0 {
                     self.run_to(now - 1, ctx, &mut mem);
                 }
                 let behind = matches!(&other, PciMsg::Request(r) if self.lands_behind(r.master));
                 self.accept(other, now, ctx);
-                self.input_wake(now, behind, ctx);
-            }
-        }
-    }
-
-    /// The wake-up after an input that landed in clock `now` (the bus stepped up to
-    /// `now - 1` or further); `behind`: it only queued requests behind another of their
-    /// master's (`lands_behind`).
-    fn input_wake<M: From<PciMsg>>(&mut self, now: u64, behind: bool, ctx: &mut Ctx<'_, M>) {
-        // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
-        // or (fast, untraced) where the first clock it can change has an output
-        // (clock `now` may have been stepped already: a fixed turnaround).
-        // Untraced, that bound takes every input so far into account, so it
-        // replaces the wake-up queued before, also when it is later, unless
-        // that one is at this edge (still to come: it steps clock `now` on
-        // time, which can have an output of this very input). When clock `now`
-        // was stepped already (a fixed turnaround) and the input leaves the bus
-        // nothing to do, no wake-up is needed: per-clock stepping steps clock
-        // `now` in the turnaround's own wake-up at this edge and stops there.
-        let stepped = self.clk_next.checked_sub(1);
-        match (stepped, self.params.stepping, ctx.tracing()) {
-            (Some(last), Stepping::FastForward, false) => {
-                // A request behind another of its master's changes nothing the
-                // bus does up to its first output (`lands_behind`): the wake-up
-                // queued before is still a lower bound on that clock (the
-                // look-ahead computed now may give an earlier, looser one).
-                if behind && self.tick.is_some() {
-                    return;
-                }
-                let next = match self.next_tick(last, false) {
-                    Some(k) => k.max(now + 1),
-                    None if last >= now && self.tick.is_none() => return,
-                    None => now + 1,
-                };
-                if self.tick == Some(now) {
-                    self.ensure_tick(next, ctx);
-                } else {
-                    self.set_tick(next, ctx);
+                // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
+                // or (fast, untraced) where the first clock it can change has an output
+                // (clock `now` may have been stepped already: a fixed turnaround).
+                // Untraced, that bound takes every input so far into account, so it
+                // replaces the wake-up queued before, also when it is later, unless
+                // that one is at this edge (still to come: it steps clock `now` on
+                // time, which can have an output of this very input). When clock `now`
+                // was stepped already (a fixed turnaround) and the input leaves the bus
+                // nothing to do, no wake-up is needed: per-clock stepping steps clock
+                // `now` in the turnaround's own wake-up at this edge and stops there.
+                let stepped = self.clk_next.checked_sub(1);
+                match (stepped, self.params.stepping, ctx.tracing()) {
+                    (Some(last), Stepping::FastForward, false) => {
+                        // A request behind another of its master's changes nothing the
+                        // bus does up to its first output (`lands_behind`): the wake-up
+                        // queued before is still a lower bound on that clock (the
+                        // look-ahead computed now may give an earlier, looser one).
+                        if behind && self.tick.is_some() {
+                            return;
+                        }
+                        let next = match self.next_tick(last, false) {
+                            Some(k) => k.max(now + 1),
+                            None if last >= now && self.tick.is_none() => return,
+                            None => now + 1,
+                        };
+                        if self.tick == Some(now) {
+                            self.ensure_tick(next, ctx);
+                        } else {
+                            self.set_tick(next, ctx);
+                        }
+                    }
+                    _ => self.ensure_tick(now + 1, ctx),
                 }
             }
-            _ => self.ensure_tick(now + 1, ctx),
         }
     }
 
@@ -763,7 +740,7 @@ impl PciBus {
     /// `Request` (a master without a component is refused in `enqueue_request`), and is
     /// excluded here all the same. Guarded as every untraced bound is: `emit`'s debug
     /// assertion that no output is stepped late, the PCI proptests, lockstep.
-    pub(super) fn lands_behind(&self, m: MasterId) -> bool {
+    fn lands_behind(&self, m: MasterId) -> bool {
         let m = usize::from(m.0);
         if self.master_components.get(m).copied().flatten().is_none() {
             return false;
@@ -805,7 +782,7 @@ impl PciBus {
     }
 
     /// The first clock whose edge is at or after `t`.
-    pub(super) fn clock_at(&self, t: Time) -> u64 {
+    fn clock_at(&self, t: Time) -> u64 {
         let since = t.as_ps().saturating_sub(self.phase_ps);
         since.div_ceil(self.period_ps.max(1))
     }

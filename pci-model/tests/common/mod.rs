@@ -137,33 +137,6 @@ impl Sys {
         (id, m)
     }
 
-    /// A DMA master folded into the bus (`PciBus::fold_dma_master`): its `DmaStart`s go
-    /// to the bus. Returns the id of a probe in its place (registered as the master's
-    /// component; it must receive nothing) and its master id.
-    pub fn dma_folded(&mut self, params: DmaParams) -> (ComponentId, MasterId) {
-        let bus = self.bus;
-        let width = self.bus().params().width;
-        let id = self.probe("dma", false);
-        let b = self.w.bus_mut(bus).unwrap();
-        let m = b
-            .add_master(DmaMaster::master_config("dma", id, &params))
-            .unwrap();
-        b.fold_dma_master(DmaMaster::new(params, bus, m, width))
-            .unwrap();
-        (id, m)
-    }
-
-    /// The statistics of the DMA master, a component or folded into the bus.
-    pub fn dma_stats(&self) -> Option<pci_model::DmaStats> {
-        if let Some(d) = self.bus().folded_dma() {
-            return Some(d.stats().clone());
-        }
-        self.w.iter().find_map(|(_, n)| match n {
-            Node::Dma(d) => Some(d.stats().clone()),
-            _ => None,
-        })
-    }
-
     pub fn received(&self, id: ComponentId) -> &[(Time, PciMsg)] {
         &self.w.probe(id).unwrap().received
     }
