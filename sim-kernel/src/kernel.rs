@@ -331,6 +331,7 @@ impl<M> Kernel<M> {
         f: impl FnOnce(&mut Ctx<'_, M>) -> R,
     ) -> R {
         let was = self.now;
+        debug_assert!(at >= was, "call_at {at:?} before now {was:?}");
         self.now = was.max(at);
         let r = self.call(me, f);
         self.now = was;
