@@ -31,6 +31,20 @@ struct Outcome {
 }
 
 fn scenario(seed: u64, stepping: Stepping, trace: bool) -> Outcome {
+    run_cut(seed, stepping, trace, None, true)
+}
+
+/// Where a run stops: an instant, or a bus clock's edge.
+#[derive(Clone, Copy, Debug)]
+enum Cut {
+    Ps(u64),
+    Edge(u64),
+}
+
+/// [`scenario`], stopped after the events at or before `cut` (if given) and the bus
+/// settled there if `settle` (`PciBus::settle`, then the turnaround that belongs to the
+/// end state), as a system's run ends at a slice's end.
+fn run_cut(seed: u64, stepping: Stepping, trace: bool, cut: Option<Cut>, settle: bool) -> Outcome {
     let mut r = SplitMix64::new(seed);
     let wide = r.below(2) == 1;
     let bus = BusParams {
@@ -176,7 +190,27 @@ fn scenario(seed: u64, stepping: Stepping, trace: bool) -> Outcome {
             },
         );
     }
-    s.run();
+    match cut {
+        None => s.run(),
+        Some(cut) => {
+            let cut = match cut {
+                Cut::Ps(ps) => Time(ps),
+                Cut::Edge(k) => s.bus().edge(k),
+            };
+            s.k.run_until(&mut s.w, cut);
+            let bus = s.bus;
+            let (parts, mem) = s.w.parts_and_store_mut();
+            for (id, part) in parts {
+                if let (true, true, pci_model::Node::Bus(b)) = (settle, id == bus, part) {
+                    s.k.call(id, |ctx| b.settle(cut, ctx, Some(&mut *mem)));
+                    if let Some(at) = b.turnaround_edge(cut) {
+                        s.k.call_at(id, at, |ctx| b.settle_turnaround(ctx, Some(mem)));
+                    }
+                    break;
+                }
+            }
+        }
+    }
     let received = s.probe_messages();
     let mut memory = vec![0u8; len as usize];
     pt.read(&s.w.store, va, &mut memory).unwrap();
@@ -222,6 +256,42 @@ proptest! {
         prop_assert_eq!(slow.received[1].len(), slow.asked.1);
         prop_assert_eq!(slow.received[2].len(), slow.asked.0);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// A run stopped at any instant or clock edge, its lazily stepped bus settled there
+    /// (`PciBus::settle`), counts what per-clock stepping has counted by then: the same
+    /// counters, transaction log and messages, traced and untraced.
+    #[test]
+    fn a_settled_bus_counts_what_per_clock_stepping_has_at_any_stop(
+        seed in any::<u64>(),
+        at in 0u64..60_000,
+        on_edge in any::<bool>(),
+    ) {
+        let cut = Some(if on_edge { Cut::Edge(at / 10) } else { Cut::Ps(at * 1000) });
+        let slow = run_cut(seed, Stepping::PerClock, true, cut, true);
+        for trace in [true, false] {
+            let fast = run_cut(seed, Stepping::FastForward, trace, cut, true);
+            prop_assert_eq!(&slow.stats, &fast.stats, "trace {}", trace);
+            prop_assert_eq!(&slow.log, &fast.log);
+            prop_assert_eq!(&slow.received, &fast.received);
+        }
+    }
+}
+
+/// Without settling, a stop that cuts a transaction finds fast stepping's counters
+/// behind: the test above compares something.
+#[test]
+fn an_unsettled_bus_lags_at_some_stop() {
+    let lags = (0..40u64).any(|seed| {
+        let cut = Some(Cut::Ps(5_000_000 + seed * 777_000));
+        let slow = run_cut(seed, Stepping::PerClock, true, cut, true);
+        let fast = run_cut(seed, Stepping::FastForward, false, cut, false);
+        slow.stats != fast.stats
+    });
+    assert!(lags, "no stop found where an unsettled bus lags");
 }
 
 /// The random scenarios reach every termination the bus models.

@@ -305,6 +305,39 @@ impl<M> Kernel<M> {
         self.queue.push(t, Priority::NORMAL, to, msg);
     }
 
+    /// Runs `f` as component `me` at the current instant, outside any event (nothing is
+    /// delivered or counted): for work a component does when a run ends, such as a
+    /// lazily stepped bus catching up with the clocks the reference has stepped. What it
+    /// queues is queued as from an event of `me` now; the event key it sees is the last
+    /// delivered event's.
+    ///
+    /// # Panics
+    /// An id this kernel did not hand out.
+    pub fn call<R>(&mut self, me: ComponentId, f: impl FnOnce(&mut Ctx<'_, M>) -> R) -> R {
+        assert!(
+            (me.0 as usize) < self.component_domains.len(),
+            "unknown component {me:?}"
+        );
+        let mut ctx = Ctx { kernel: self, me };
+        f(&mut ctx)
+    }
+
+    /// [`Kernel::call`] as at instant `at` (not before now): what `f` records is stamped
+    /// `at`, and what it queues lands as if sent then. Now is back where it was after.
+    pub fn call_at<R>(
+        &mut self,
+        me: ComponentId,
+        at: Time,
+        f: impl FnOnce(&mut Ctx<'_, M>) -> R,
+    ) -> R {
+        let was = self.now;
+        debug_assert!(at >= was, "call_at {at:?} before now {was:?}");
+        self.now = was.max(at);
+        let r = self.call(me, f);
+        self.now = was;
+        r
+    }
+
     /// Delivers events to `world` in order until the queue is empty, a component calls
     /// [`Ctx::stop`], or `limit` is reached.
     pub fn run<W: World<M>>(&mut self, world: &mut W, limit: RunLimit) -> RunOutcome {

@@ -170,6 +170,16 @@ impl<P, S> Wiring<P, S> {
         })
     }
 
+    /// Every placed component with its id, mutably, and the storage beside them (for
+    /// work outside an event that needs both, as a run's end does).
+    pub fn parts_and_store_mut(&mut self) -> (impl Iterator<Item = (ComponentId, &mut P)>, &mut S) {
+        let parts = self.parts.iter_mut().enumerate().filter_map(|(i, p)| {
+            let id = ComponentId(u32::try_from(i).ok()?);
+            Some((id, p.as_mut()?))
+        });
+        (parts, &mut self.store)
+    }
+
     /// Messages that reached a component that does not take their kind (or no
     /// component at all).
     #[must_use]

@@ -130,7 +130,7 @@ impl PciBus {
 
     /// The bytes of every sample whose place comes before `now` (the event being
     /// handled), taken from the RAM.
-    fn take_samples<R: FoldRam + ?Sized>(&mut self, now: EventKey, ram: &mut R) {
+    pub(super) fn take_samples<R: FoldRam + ?Sized>(&mut self, now: EventKey, ram: &mut R) {
         for r in &mut self.device_reads {
             let Some(DeviceReply::Sampled {
                 at,

@@ -36,7 +36,13 @@ impl PciBus {
         self.params.stepping == Stepping::FastForward
             && !tracing
             && self.clk_next == c + 1
-            && self.active.is_none()
+            && self.turnaround_follows(c)
+    }
+
+    /// With clock `c` stepped: the clock after it is a turnaround after a transaction
+    /// with nothing queued behind it and no commit due, which no input can change.
+    pub(super) fn turnaround_follows(&self, c: u64) -> bool {
+        self.active.is_none()
             && self.phase.state() != BusPhase::Idle
             && self.queued == 0
             && self.next_commit_clock().is_none_or(|k| k > c + 1)

@@ -48,6 +48,7 @@ mod inputs;
 mod lookahead;
 mod retry;
 mod retry_run;
+mod settle;
 pub mod tenure;
 mod whole;
 pub(crate) mod words;

@@ -117,26 +117,66 @@ impl System {
                 },
             );
             if self.all_finished() {
+                self.settle_buses(until);
                 return RunEnd::Finished;
             }
             if self.any_failed() {
+                self.settle_buses(until);
                 return RunEnd::ProgramFailed;
             }
             if outcome == RunOutcome::Idle {
+                self.settle_buses(until);
                 return RunEnd::Stalled(self.stall(self.dry_reason()));
             }
             if self.only_polls_left() {
+                self.settle_buses(until);
                 return RunEnd::Stalled(self.stall(StallReason::OnlyPolls));
             }
             let work = self.work_done();
             if self.quiet() {
                 if quiet_at == Some(work) {
+                    self.settle_buses(until);
                     return RunEnd::Stalled(self.stall(StallReason::NoProgress));
                 }
                 quiet_at = Some(work);
             } else {
                 quiet_at = None;
             }
+        }
+    }
+
+    /// Brings every PCI bus to the clock per-clock stepping has reached at the end of a
+    /// run whose last slice ran every event at or before `until` (`PciBus::settle`,
+    /// then the turnaround that belongs to the end state, `PciBus::turnaround_edge`):
+    /// fast stepping steps clocks without an output late, so a bus's counters would
+    /// otherwise lag where the slice cuts a transaction, and it steps a fixed
+    /// turnaround early.
+    fn settle_buses(&mut self, until: Time) {
+        let (world, kernel) = (&mut self.world, &mut self.kernel);
+        let (parts, nodes) = world.parts_and_store_mut();
+        for (id, part) in parts {
+            let (n, b, system) = match part {
+                Comp::SystemBus(n, b) => (*n, b, true),
+                Comp::LocalBus(n, b) => (*n, b, false),
+                _ => continue,
+            };
+            let Some(store) = nodes.get_mut(n) else {
+                continue;
+            };
+            // Settling sends nothing: every clock with an output was stepped on time.
+            let pending = kernel.pending();
+            kernel.call(id, |ctx| {
+                if system {
+                    b.settle(until, ctx, Some(&mut store.mem));
+                } else {
+                    b.settle_ram(until, ctx, &mut store.ram);
+                }
+            });
+            if let Some(at) = b.turnaround_edge(until) {
+                let mem = system.then_some(&mut store.mem);
+                kernel.call_at(id, at, |ctx| b.settle_turnaround(ctx, mem));
+            }
+            debug_assert_eq!(kernel.pending(), pending, "a bus sent a message settling");
         }
     }
 
