@@ -42,8 +42,7 @@ enum Cut {
 }
 
 /// [`scenario`], stopped after the events at or before `cut` (if given) and the bus
-/// settled there if `settle` (`PciBus::settle`, then the turnaround that belongs to the
-/// end state), as a system's run ends at a slice's end.
+/// settled there if `settle` (`Sys::settle`), as a system's run ends at a slice's end.
 fn run_cut(seed: u64, stepping: Stepping, trace: bool, cut: Option<Cut>, settle: bool) -> Outcome {
     let mut r = SplitMix64::new(seed);
     let wide = r.below(2) == 1;
@@ -198,16 +197,8 @@ fn run_cut(seed: u64, stepping: Stepping, trace: bool, cut: Option<Cut>, settle:
                 Cut::Edge(k) => s.bus().edge(k),
             };
             s.k.run_until(&mut s.w, cut);
-            let bus = s.bus;
-            let (parts, mem) = s.w.parts_and_store_mut();
-            for (id, part) in parts {
-                if let (true, true, pci_model::Node::Bus(b)) = (settle, id == bus, part) {
-                    s.k.call(id, |ctx| b.settle(cut, ctx, Some(&mut *mem)));
-                    if let Some(at) = b.turnaround_edge(cut) {
-                        s.k.call_at(id, at, |ctx| b.settle_turnaround(ctx, Some(mem)));
-                    }
-                    break;
-                }
+            if settle {
+                s.settle(cut);
             }
         }
     }

@@ -137,6 +137,16 @@ impl Sys {
         (id, m)
     }
 
+    /// Settles the bus where per-clock stepping stands after a run stopped at `until`
+    /// (`PciBus::settle`), as a system's run end does.
+    pub fn settle(&mut self, until: Time) {
+        let bus = self.bus;
+        let (mut parts, mem) = self.w.parts_and_store_mut();
+        if let Some((_, Node::Bus(b))) = parts.find(|(id, _)| *id == bus) {
+            b.settle(&mut self.k, bus, until, Some(mem));
+        }
+    }
+
     pub fn received(&self, id: ComponentId) -> &[(Time, PciMsg)] {
         &self.w.probe(id).unwrap().received
     }

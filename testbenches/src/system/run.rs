@@ -82,6 +82,16 @@ impl fmt::Display for Stall {
     }
 }
 
+/// How a slice of the run loop ended the run (`System::slice_end`).
+enum SliceEnd {
+    /// Every program returned.
+    Finished,
+    /// A program returned an error.
+    Failed,
+    /// The run can never finish.
+    Stalled(StallReason),
+}
+
 /// How a run of the loaded programs ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RunEnd {
@@ -116,67 +126,69 @@ impl System {
                     max_events: u64::MAX,
                 },
             );
-            if self.all_finished() {
-                self.settle_buses(until);
-                return RunEnd::Finished;
-            }
-            if self.any_failed() {
-                self.settle_buses(until);
-                return RunEnd::ProgramFailed;
-            }
-            if outcome == RunOutcome::Idle {
-                self.settle_buses(until);
-                return RunEnd::Stalled(self.stall(self.dry_reason()));
-            }
-            if self.only_polls_left() {
-                self.settle_buses(until);
-                return RunEnd::Stalled(self.stall(StallReason::OnlyPolls));
-            }
-            let work = self.work_done();
-            if self.quiet() {
-                if quiet_at == Some(work) {
-                    self.settle_buses(until);
-                    return RunEnd::Stalled(self.stall(StallReason::NoProgress));
-                }
-                quiet_at = Some(work);
-            } else {
-                quiet_at = None;
-            }
+            let Some(end) = self.slice_end(outcome, &mut quiet_at) else {
+                continue;
+            };
+            // The run ends here: every bus where per-clock stepping stands before
+            // anything reads its counters.
+            self.settle_buses(until);
+            return match end {
+                SliceEnd::Finished => RunEnd::Finished,
+                SliceEnd::Failed => RunEnd::ProgramFailed,
+                SliceEnd::Stalled(reason) => RunEnd::Stalled(self.stall(reason)),
+            };
         }
     }
 
-    /// Brings every PCI bus to the clock per-clock stepping has reached at the end of a
-    /// run whose last slice ran every event at or before `until` (`PciBus::settle`,
-    /// then the turnaround that belongs to the end state, `PciBus::turnaround_edge`):
-    /// fast stepping steps clocks without an output late, so a bus's counters would
+    /// After a slice that ended with `outcome`: whether the run ends, and how.
+    /// `quiet_at`: the work done at the end of the last slice in which the system was
+    /// quiet.
+    fn slice_end(&self, outcome: RunOutcome, quiet_at: &mut Option<u64>) -> Option<SliceEnd> {
+        if self.all_finished() {
+            return Some(SliceEnd::Finished);
+        }
+        if self.any_failed() {
+            return Some(SliceEnd::Failed);
+        }
+        if outcome == RunOutcome::Idle {
+            return Some(SliceEnd::Stalled(self.dry_reason()));
+        }
+        if self.only_polls_left() {
+            return Some(SliceEnd::Stalled(StallReason::OnlyPolls));
+        }
+        let work = self.work_done();
+        if self.quiet() {
+            if *quiet_at == Some(work) {
+                return Some(SliceEnd::Stalled(StallReason::NoProgress));
+            }
+            *quiet_at = Some(work);
+        } else {
+            *quiet_at = None;
+        }
+        None
+    }
+
+    /// Brings every PCI bus to where per-clock stepping stands at the end of a run
+    /// whose last slice ran every event at or before `until` (`PciBus::settle`): fast
+    /// stepping steps clocks without an output late, so a bus's counters would
     /// otherwise lag where the slice cuts a transaction, and it steps a fixed
     /// turnaround early.
     fn settle_buses(&mut self, until: Time) {
         let (world, kernel) = (&mut self.world, &mut self.kernel);
         let (parts, nodes) = world.parts_and_store_mut();
         for (id, part) in parts {
-            let (n, b, system) = match part {
-                Comp::SystemBus(n, b) => (*n, b, true),
-                Comp::LocalBus(n, b) => (*n, b, false),
-                _ => continue,
-            };
-            let Some(store) = nodes.get_mut(n) else {
-                continue;
-            };
-            // Settling sends nothing: every clock with an output was stepped on time.
-            let pending = kernel.pending();
-            kernel.call(id, |ctx| {
-                if system {
-                    b.settle(until, ctx, Some(&mut store.mem));
-                } else {
-                    b.settle_ram(until, ctx, &mut store.ram);
+            match part {
+                Comp::SystemBus(n, b) => {
+                    let mem = nodes.get_mut(*n).map(|s| &mut s.mem);
+                    b.settle(kernel, id, until, mem);
                 }
-            });
-            if let Some(at) = b.turnaround_edge(until) {
-                let mem = system.then_some(&mut store.mem);
-                kernel.call_at(id, at, |ctx| b.settle_turnaround(ctx, mem));
+                Comp::LocalBus(n, b) => {
+                    if let Some(s) = nodes.get_mut(*n) {
+                        b.settle_ram(kernel, id, until, &mut s.ram);
+                    }
+                }
+                _ => {}
             }
-            debug_assert_eq!(kernel.pending(), pending, "a bus sent a message settling");
         }
     }
 
