@@ -35,6 +35,7 @@ mod mesh;
 mod protection;
 mod rdma;
 mod rdma_read;
+mod scratch;
 mod sendrecv;
 pub mod setup;
 mod stream;
@@ -50,6 +51,8 @@ pub use rdma::{rdma_pingpong_initiator, rdma_pingpong_responder};
 pub use rdma_read::{rdma_read_pingpong_initiator, rdma_read_pingpong_responder};
 pub use sendrecv::{sendrecv_pingpong_initiator, sendrecv_pingpong_responder, POST_RECV_TIMED};
 pub use stream::{stream_duplex, stream_receiver, stream_sender, StreamParams};
+
+pub(crate) use scratch::Scratch;
 
 use crate::program::ProgramError;
 use crate::vipl::{Timeout, Vipl};
@@ -149,6 +152,12 @@ pub fn pattern(i: u32, dir: Direction, len: u32) -> Vec<u8> {
 /// [`pattern`] into `v` (its memory reused: a program that makes a message every
 /// iteration touches no fresh memory for it).
 pub fn pattern_into(v: &mut Vec<u8>, i: u32, dir: Direction, len: u32) {
+    pattern_chunk_into(v, i, dir, len, 0, len);
+}
+
+/// Bytes `[off, off + n)` of [`pattern`]`(i, dir, len)` into `v` (clipped to `len`):
+/// a piece of the message made without the whole of it.
+pub fn pattern_chunk_into(v: &mut Vec<u8>, i: u32, dir: Direction, len: u32, off: u32, n: u32) {
     let salt: u32 = match dir {
         Direction::Ping => 0x11,
         Direction::Pong => 0x5A,
@@ -163,69 +172,23 @@ pub fn pattern_into(v: &mut Vec<u8>, i: u32, dir: Direction, len: u32) {
             .wrapping_mul(131)
             .wrapping_add(base)
     });
+    let end = off.saturating_add(n).min(len);
+    let (start, end) = (off as usize, end as usize);
     // Written once, not zeroed first and then overwritten.
-    let len = usize::try_from(len).unwrap_or(0);
     v.clear();
-    v.reserve(len);
-    let mut block = 0usize;
-    while v.len() < len {
+    v.reserve(end.saturating_sub(start));
+    let mut k = start;
+    while k < end {
+        let (block, lo) = (k >> 8, k & 0xFF);
+        let take = (row.len() - lo).min(end - k);
         let hi = block.to_le_bytes()[0];
-        let n = (len - v.len()).min(row.len());
-        v.extend(row.iter().take(n).map(|r| r ^ hi));
-        block += 1;
+        v.extend(row[lo..lo + take].iter().map(|r| r ^ hi));
+        k += take;
     }
-    if let Some(last) = v.last_mut() {
-        *last = flag(i);
-    }
-}
-
-/// The buffers a ping-pong program reuses every iteration for its own message, the
-/// message it expects and the bytes it reads back (instrumentation only: the modelled
-/// program's memory is the host memory).
-#[derive(Debug, Default)]
-pub(crate) struct Scratch {
-    out: Vec<u8>,
-    expected: Vec<u8>,
-    got: Vec<u8>,
-}
-
-impl Scratch {
-    /// [`fill`] of the message `pattern(i, dir, len)`.
-    pub(crate) async fn fill(
-        &mut self,
-        vipl: &Vipl,
-        va: u64,
-        (i, dir, len): (u32, Direction, u32),
-        touch: bool,
-    ) -> VipResult<()> {
-        let mut out = std::mem::take(&mut self.out);
-        pattern_into(&mut out, i, dir, len);
-        self.out = fill(vipl, va, out, touch).await?;
-        Ok(())
-    }
-
-    /// [`verify`] of the buffer at `va` against `pattern(i, dir, len)`.
-    pub(crate) async fn verify(
-        &mut self,
-        vipl: &Vipl,
-        va: u64,
-        (i, dir, len): (u32, Direction, u32),
-        touch: bool,
-    ) -> Result<u64, ProgramError> {
-        pattern_into(&mut self.expected, i, dir, len);
-        let got = if touch {
-            vipl.read_mem(va, u64::from(len)).await
-        } else {
-            vipl.peek_into(va, u64::from(len), std::mem::take(&mut self.got))
-                .await
+    if end == len as usize && end > start {
+        if let Some(last) = v.last_mut() {
+            *last = flag(i);
         }
-        .map_err(|error| ProgramError::Vipl {
-            call: "verify",
-            error,
-        })?;
-        let r = compare(&got, &self.expected, i);
-        self.got = got;
-        r
     }
 }
 
@@ -275,7 +238,7 @@ pub(crate) async fn verify(
 }
 
 /// Whether `got` is `expected` (the bytes verified), or where it first differs.
-fn compare(got: &[u8], expected: &[u8], iteration: u32) -> Result<u64, ProgramError> {
+pub(crate) fn compare(got: &[u8], expected: &[u8], iteration: u32) -> Result<u64, ProgramError> {
     let len = expected.len() as u64;
     if got == expected {
         return Ok(len); // the usual case, one comparison of the whole buffer
@@ -345,6 +308,37 @@ mod tests {
             pattern_into(&mut v, i, dir, len);
             assert_eq!(v, pattern(i, dir, len));
             assert_eq!(v.capacity(), cap);
+        }
+    }
+
+    /// Every piece of a message is that slice of the whole message, the flag included
+    /// only in the piece that ends the message, whatever its bounds.
+    #[test]
+    fn a_pattern_chunk_is_that_slice_of_the_pattern() {
+        let mut v = vec![0xEE; 10];
+        for (i, dir, len) in [
+            (3, Direction::Ping, 1000),
+            (300, Direction::Pong, 70_001),
+            (9, Direction::Ping, 1),
+        ] {
+            let whole = pattern(i, dir, len);
+            for (off, n) in [
+                (0, len),
+                (0, 1),
+                (255, 2),
+                (256, 256),
+                (1, 700),
+                (len - 1, 1),
+                (len - 1, 9),
+                (17, 40_000),
+            ] {
+                pattern_chunk_into(&mut v, i, dir, len, off, n);
+                let (a, b) = (
+                    off.min(len) as usize,
+                    off.saturating_add(n).min(len) as usize,
+                );
+                assert_eq!(v, whole[a..b], "({i}, {dir:?}, {len}) [{off}, +{n})");
+            }
         }
     }
 

@@ -43,19 +43,32 @@ impl PciBus {
     /// With clock `c` the next to step and `target` the last: applies every whole Retry
     /// attempt of a delayed read from `c` on that ends, with its idle clocks, by
     /// `target` (see the module doc). Returns the clocks applied (0: step clock `c`).
+    #[inline(always)]
     pub(super) fn retry_run(&mut self, c: u64, target: u64, tracing: bool) -> u64 {
-        // The cheap refusals first: this is asked at every clock `run_to` would step
-        // with no transaction in progress, on every bus.
+        // The cheap refusals first, in line: this is asked at every clock `run_to` would
+        // step with no transaction in progress, on every bus (a local bus has no
+        // bridge; a turnaround clock is not idle yet; an idle bus mostly has nothing
+        // queued), and a call of the whole function costs more than the refusal.
+        if self.bridge.is_none()
+            || tracing
+            || self.active.is_some()
+            || self.queued == 0
+            || self.phase.state() != super::BusPhase::Idle
+        {
+            return 0;
+        }
+        self.retry_run_idle(c, target)
+    }
+
+    /// [`PciBus::retry_run`] on an idle bus with a bridge and work queued, untraced.
+    #[inline(never)]
+    fn retry_run_idle(&mut self, c: u64, target: u64) -> u64 {
         let Some(bridge) = self.bridge.as_ref() else {
             return 0;
         };
         if self.params.stepping != Stepping::FastForward
-            || tracing
-            || self.active.is_some()
-            || self.queued == 0
             || self.params.park != ParkPolicy::LastMaster
             || bridge.params().read_mode != ReadMode::Delayed
-            || self.phase.state() != super::BusPhase::Idle
         {
             return 0;
         }
