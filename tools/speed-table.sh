@@ -22,7 +22,7 @@ best() { # binary, then hvia arguments: prints "best_ratio events best_wall"
 import sys
 rows=[tuple(map(float,l.split())) for l in sys.stdin if l.strip()]
 ps,wall,ev=max(rows,key=lambda r:r[0]/r[1])
-print(f"{ps/1e12/wall:.3f} {int(ev)} {wall:.4f} {sorted(r[1] for r in rows)[len(rows)//2]:.4f}")'
+print(f"{ps/1e12/wall:.3f} {int(ev)} {wall:.6f} {sorted(r[1] for r in rows)[len(rows)//2]:.6f}")'
 }
 echo "| binary | size | events per message | simulated / wall (best of $n) | events/s | median wall [s] |"
 echo "|---|---:|---:|---:|---:|---:|"

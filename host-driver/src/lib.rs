@@ -71,6 +71,7 @@ pub mod costs;
 pub mod cpu;
 pub mod msg;
 pub mod ops;
+pub mod pattern;
 pub mod program;
 pub mod programs;
 pub mod vipl;

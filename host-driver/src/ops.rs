@@ -10,6 +10,7 @@
 //! polls the program again, which then finds the result and goes on. The program never
 //! sees a real waker: it is polled only when its CPU handles a message.
 
+use crate::pattern::Message;
 use pci_model::{MemError, TxnStatus};
 use sim_kernel::{Cycles, MsgId, Time};
 use std::cell::RefCell;
@@ -105,6 +106,28 @@ pub enum Op {
         va: u64,
         /// Bytes.
         data: Vec<u8>,
+    },
+    /// Instrumentation: writes the first `len` bytes of the test message `msg` at `va`, as
+    /// [`Op::Poke`] of those bytes would (no simulated cost, the cache model takes the
+    /// new bytes; a range not wholly mapped is refused before anything is written), a
+    /// piece at a time, without the whole message being made. `OpResult::Done`.
+    PokeMessage {
+        /// First byte \[process VA\].
+        va: u64,
+        /// The message.
+        msg: Message,
+        /// Bytes written, from its first (at most its length).
+        len: u64,
+    },
+    /// Instrumentation: compares the test message `msg` with process memory at `va`, as
+    /// [`Op::Peek`] of its length and a comparison would (no simulated cost, cache
+    /// untouched), a piece at a time. `OpResult::Done` when every byte matches,
+    /// `OpResult::Differs` for the first that does not.
+    CheckMessage {
+        /// First byte \[process VA\].
+        va: u64,
+        /// The message expected there.
+        msg: Message,
     },
     /// A 32-bit memory-mapped store to bus address `addr` (posted by the host bridge).
     MmioWrite {
@@ -210,6 +233,16 @@ pub enum OpResult {
     Count(u64),
     /// The memory access could not be done (unmapped page, outside memory).
     Fault(MemError),
+    /// [`Op::CheckMessage`] found byte `offset` of the message to be `found`, not
+    /// `expected`.
+    Differs {
+        /// Offset in the message \[bytes\].
+        offset: u64,
+        /// The message's byte.
+        expected: u8,
+        /// The byte in memory.
+        found: u8,
+    },
 }
 
 /// A span recorded by the program (a VIPL call), flushed into the trace by the CPU.

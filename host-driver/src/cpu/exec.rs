@@ -82,6 +82,19 @@ impl HostCpu {
                 Ok(()) => OpResult::Bytes(data),
                 Err(e) => OpResult::Fault(e),
             }),
+            Op::PokeMessage { va, msg, len } => Some(match self.poke_message(mem, va, msg, len) {
+                Ok(()) => OpResult::Done,
+                Err(e) => OpResult::Fault(e),
+            }),
+            Op::CheckMessage { va, msg } => Some(match self.check_message(mem, va, msg) {
+                Ok(None) => OpResult::Done,
+                Ok(Some((offset, expected, found))) => OpResult::Differs {
+                    offset,
+                    expected,
+                    found,
+                },
+                Err(e) => OpResult::Fault(e),
+            }),
             Op::MmioWrite { addr, value } => {
                 let tag = self.tag();
                 self.stats.mmio_writes += 1;
@@ -455,8 +468,24 @@ impl HostCpu {
     }
 
     /// Instrumentation write: no cost; cached copies follow the new bytes.
-    fn poke(&mut self, mem: &mut HostMemory, va: u64, data: &[u8]) -> Result<(), MemError> {
+    pub(super) fn poke(
+        &mut self,
+        mem: &mut HostMemory,
+        va: u64,
+        data: &[u8],
+    ) -> Result<(), MemError> {
         self.page_table.write(mem, va, data)?;
+        self.refresh_cached(mem, va, data.len() as u64)
+    }
+
+    /// The cache model's copies of the lines `[va, va + len)` touches made what memory
+    /// holds (after an instrumentation write).
+    pub(super) fn refresh_cached(
+        &mut self,
+        mem: &mut HostMemory,
+        va: u64,
+        len: u64,
+    ) -> Result<(), MemError> {
         let line = self.cache.line_bytes();
         let n = usize::try_from(line).unwrap_or(32);
         let mut bytes = vec![0u8; n]; // one buffer for every cached line of the write
@@ -464,7 +493,7 @@ impl HostCpu {
                                       // cache has most of its lines elsewhere): memory is read for those alone.
         let ranges: Vec<(u64, u64)> = self
             .page_table
-            .segments(va, data.len() as u64)?
+            .segments(va, len)?
             .iter()
             .map(|s| (s.addr, s.len))
             .collect();

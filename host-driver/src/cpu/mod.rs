@@ -36,6 +36,7 @@
 //! iterations, cache hits and misses.
 
 mod exec;
+mod instrument;
 mod scan;
 mod types;
 
@@ -122,6 +123,10 @@ pub struct HostCpu {
     stats: CpuStats,
     started: Option<Time>,
     finished: Option<Time>,
+    /// A piece of a test message, made for an instrumentation op (`instrument.rs`).
+    piece: Vec<u8>,
+    /// The bytes of memory such an op read back.
+    got: Vec<u8>,
 }
 
 impl HostCpu {
@@ -143,6 +148,8 @@ impl HostCpu {
             stats: CpuStats::default(),
             started: None,
             finished: None,
+            piece: Vec::new(),
+            got: Vec::new(),
         }
     }
 

@@ -7,6 +7,7 @@
 use super::{Timeout, VipError, VipResult, Vipl};
 use crate::costs::{CpuCosts, CPU_PERIOD_PS};
 use crate::ops::{Op, OpFuture, OpResult, PollCond, PollOutcome, PollTarget, ScanOutcome};
+use crate::pattern::Message;
 use pci_model::{TxnStatus, PAGE_SIZE};
 use sim_kernel::{Cycles, Duration, MsgId, Time};
 
@@ -131,6 +132,38 @@ impl Vipl {
     pub async fn poke_owned(&self, va: u64, data: Vec<u8>) -> VipResult<Vec<u8>> {
         match self.op(Op::Poke { va, data }).await {
             OpResult::Bytes(b) => Ok(b),
+            _ => Err(VipError::InvalidParameter),
+        }
+    }
+
+    /// Instrumentation: writes the first `len` bytes of the test message `msg` at `va` at
+    /// no simulated cost, as [`Vipl::poke`] of those bytes would, without the message
+    /// being made whole (`Op::PokeMessage`).
+    ///
+    /// # Errors
+    /// `VIP_INVALID_PARAMETER`: a range not wholly mapped (nothing is written then).
+    pub async fn poke_message(&self, va: u64, msg: Message, len: u64) -> VipResult<()> {
+        match self.op(Op::PokeMessage { va, msg, len }).await {
+            OpResult::Done => Ok(()),
+            _ => Err(VipError::InvalidParameter),
+        }
+    }
+
+    /// Instrumentation: compares the test message `msg` with memory at `va` at no
+    /// simulated cost, as [`Vipl::peek`] and a comparison would (`Op::CheckMessage`):
+    /// `None` when every byte matches, else the first that differs as (offset in the
+    /// message, the message's byte, the byte found).
+    ///
+    /// # Errors
+    /// `VIP_INVALID_PARAMETER`: a range not wholly mapped.
+    pub async fn check_message(&self, va: u64, msg: Message) -> VipResult<Option<(u64, u8, u8)>> {
+        match self.op(Op::CheckMessage { va, msg }).await {
+            OpResult::Done => Ok(None),
+            OpResult::Differs {
+                offset,
+                expected,
+                found,
+            } => Ok(Some((offset, expected, found))),
             _ => Err(VipError::InvalidParameter),
         }
     }
