@@ -13,6 +13,8 @@
 //! - [`cache`]: which lines the CPU holds, so a poll pays a miss after a DMA write;
 //! - [`ops`]: the op slot between program and CPU;
 //! - [`programs`]: ping-pong programs users copy (RDMA write, send/receive);
+//! - [`pattern`]: their test messages, which the CPU's instrumentation ops write and
+//!   check a piece at a time;
 //! - [`program`]: what a program returns ([`ProgramReport`], [`ProgramError`]);
 //! - [`msg`]: [`HostMsg`], the messages of this crate.
 //!

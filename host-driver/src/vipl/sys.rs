@@ -141,8 +141,12 @@ impl Vipl {
     /// being made whole (`Op::PokeMessage`).
     ///
     /// # Errors
-    /// `VIP_INVALID_PARAMETER`: a range not wholly mapped (nothing is written then).
+    /// `VIP_INVALID_PARAMETER`: a range not wholly mapped (nothing is written then), or
+    /// `len` past the message's end (no op is made then).
     pub async fn poke_message(&self, va: u64, msg: Message, len: u64) -> VipResult<()> {
+        if len > u64::from(msg.len) {
+            return Err(VipError::InvalidParameter);
+        }
         match self.op(Op::PokeMessage { va, msg, len }).await {
             OpResult::Done => Ok(()),
             _ => Err(VipError::InvalidParameter),
