@@ -6,8 +6,8 @@
 //! first out, whatever the heap's internal layout: the order of a run is a pure function
 //! of the order of `push` calls.
 //!
-//! The queue orders only the key and a slot index (32 bytes an entry), in a short
-//! sorted array that holds up to 32 queued events (a run keeps a handful
+//! The queue orders only the key and a slot index (16 and 4 bytes, kept in two arrays),
+//! in a short sorted array that holds up to 32 queued events (a run keeps a handful
 //! queued: popping is then taking its last entry) and a binary heap for the rest; the
 //! payloads wait with their targets in a slab of slots reused through a free list, so
 //! ordering moves small entries and no event allocates once the slab has grown to the
@@ -146,10 +146,14 @@ const NEAR_CAP: usize = 32;
 /// (5 to 10 in a 1 MiB ping-pong, never more than 13), so the array holds nearly all of
 /// them; the heap bounds the cost of a long queue. A pop takes the smaller of the two
 /// tops: the order is the keys' order, whichever side holds an entry.
+/// The array is kept as two, the keys and their slots (an insertion moves 16 and 4
+/// bytes an entry instead of a padded 32, and the keys it compares lie together).
 #[derive(Debug)]
 struct Keys {
-    /// `near[..n]`, sorted by key, largest first.
-    near: [Keyed; NEAR_CAP],
+    /// `keys[..n]`, sorted, largest first.
+    keys: [u128; NEAR_CAP],
+    /// The slot of each of `keys`.
+    slots: [u32; NEAR_CAP],
     n: usize,
     far: BinaryHeap<Keyed>,
 }
@@ -157,9 +161,19 @@ struct Keys {
 impl Keys {
     fn new() -> Self {
         Self {
-            near: [Keyed { key: 0, slot: 0 }; NEAR_CAP],
+            keys: [0; NEAR_CAP],
+            slots: [0; NEAR_CAP],
             n: 0,
             far: BinaryHeap::with_capacity(256),
+        }
+    }
+
+    /// The entry at `i` of the array.
+    #[inline]
+    fn near(&self, i: usize) -> Keyed {
+        Keyed {
+            key: self.keys[i],
+            slot: self.slots[i],
         }
     }
 
@@ -176,14 +190,16 @@ impl Keys {
             // entry up one place until the place of `e` (one insertion-sort step).
             let mut j = n;
             while j > 0 {
-                let prev = self.near[j - 1];
-                if prev.key > e.key {
+                let prev = self.keys[j - 1];
+                if prev > e.key {
                     break;
                 }
-                self.near[j] = prev;
+                self.keys[j] = prev;
+                self.slots[j] = self.slots[j - 1];
                 j -= 1;
             }
-            self.near[j] = e;
+            self.keys[j] = e.key;
+            self.slots[j] = e.slot;
             self.n = n + 1;
         } else {
             self.push_far(e);
@@ -195,10 +211,11 @@ impl Keys {
     #[inline]
     fn remove_near(&mut self, slot: u32) -> bool {
         let n = self.n;
-        let Some(i) = self.near[..n].iter().rposition(|k| k.slot == slot) else {
+        let Some(i) = self.slots[..n].iter().rposition(|&k| k == slot) else {
             return false;
         };
-        self.near.copy_within(i + 1..n, i);
+        self.keys.copy_within(i + 1..n, i);
+        self.slots.copy_within(i + 1..n, i);
         self.n = n - 1;
         true
     }
@@ -212,11 +229,11 @@ impl Keys {
 
     /// The entry with the smallest key.
     #[inline]
-    fn peek(&self) -> Option<&Keyed> {
-        let n = self.near[..self.n].last();
+    fn peek(&self) -> Option<Keyed> {
+        let n = self.n.checked_sub(1).map(|i| self.near(i));
         match self.far.peek() {
             None => n,
-            Some(f) => match n {
+            Some(&f) => match n {
                 Some(n) if n.key < f.key => Some(n),
                 _ => Some(f),
             },
@@ -232,12 +249,15 @@ impl Keys {
             return self.pop_due_far(until);
         }
         let i = self.n.checked_sub(1)?;
-        let top = self.near[i];
-        if (top.key >> 64) as u64 > until {
+        let key = self.keys[i];
+        if (key >> 64) as u64 > until {
             return None;
         }
         self.n = i;
-        Some(top)
+        Some(Keyed {
+            key,
+            slot: self.slots[i],
+        })
     }
 
     /// [`Keys::pop_due`] with entries in the heap (out of line: a run rarely has that
@@ -254,7 +274,7 @@ impl Keys {
 
     #[inline]
     fn pop(&mut self) -> Option<Keyed> {
-        let near = self.n.checked_sub(1).map(|i| (i, self.near[i]));
+        let near = self.n.checked_sub(1).map(|i| (i, self.near(i)));
         match (near, self.far.peek()) {
             (Some((_, n)), Some(f)) if f.key < n.key => self.far.pop(),
             (Some((i, n)), _) => {
@@ -459,7 +479,7 @@ impl<T> EventQueue<T> {
     /// top is always a live event.
     fn purge(&mut self) {
         while self.cancelled > 0 {
-            let Some(&Keyed { slot, .. }) = self.heap.peek() else {
+            let Some(Keyed { slot, .. }) = self.heap.peek() else {
                 return;
             };
             if self
