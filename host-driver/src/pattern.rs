@@ -35,8 +35,8 @@ pub fn pattern_into(v: &mut Vec<u8>, i: u32, dir: Direction, len: u32) {
 }
 
 /// Bytes `[off, off + n)` of [`pattern`]`(i, dir, len)` into `v` (clipped to `len`):
-/// a piece of the message made without the whole of it.
-pub fn pattern_chunk_into(v: &mut Vec<u8>, i: u32, dir: Direction, len: u32, off: u32, n: u32) {
+/// a piece of the message made without the whole of it ([`Message::piece_into`]).
+fn pattern_chunk_into(v: &mut Vec<u8>, i: u32, dir: Direction, len: u32, off: u32, n: u32) {
     let salt: u32 = match dir {
         Direction::Ping => 0x11,
         Direction::Pong => 0x5A,

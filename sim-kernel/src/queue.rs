@@ -146,6 +146,7 @@ const NEAR_CAP: usize = 32;
 /// (5 to 10 in a 1 MiB ping-pong, never more than 13), so the array holds nearly all of
 /// them; the heap bounds the cost of a long queue. A pop takes the smaller of the two
 /// tops: the order is the keys' order, whichever side holds an entry.
+///
 /// The array is kept as two, the keys and their slots (an insertion moves 16 and 4
 /// bytes an entry instead of a padded 32, and the keys it compares lie together).
 #[derive(Debug)]
@@ -249,15 +250,12 @@ impl Keys {
             return self.pop_due_far(until);
         }
         let i = self.n.checked_sub(1)?;
-        let key = self.keys[i];
-        if (key >> 64) as u64 > until {
+        let top = self.near(i);
+        if (top.key >> 64) as u64 > until {
             return None;
         }
         self.n = i;
-        Some(Keyed {
-            key,
-            slot: self.slots[i],
-        })
+        Some(top)
     }
 
     /// [`Keys::pop_due`] with entries in the heap (out of line: a run rarely has that

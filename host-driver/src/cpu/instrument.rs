@@ -9,9 +9,9 @@
 //! Each is exactly the whole-message op it stands for: [`Op::Poke`] of the message's
 //! bytes (the range refused before anything is written unless it is wholly mapped, the
 //! cache model's held lines refreshed once for the range) and [`Op::Peek`] of its
-//! length followed by a comparison (a fault anywhere wins over a differing byte; the
-//! first differing byte is reported with its offset in the message). One op each, as
-//! before: the CPU's `ops` counter is unchanged.
+//! length followed by a comparison (the range is checked whole first, so a fault
+//! anywhere wins over a differing byte; the first differing byte is reported with its
+//! offset in the message). One op each, as before: the CPU's `ops` counter is unchanged.
 //!
 //! [`Op::PokeMessage`]: crate::ops::Op::PokeMessage
 //! [`Op::CheckMessage`]: crate::ops::Op::CheckMessage
@@ -38,6 +38,14 @@ fn pieces(len: u32) -> impl Iterator<Item = (u32, u32)> {
     })
 }
 
+/// The address of the piece at `off` of the `len`-byte range at `va`.
+fn piece_at(va: u64, off: u32, len: u32) -> Result<u64, MemError> {
+    va.checked_add(u64::from(off)).ok_or(MemError::Overflow {
+        addr: va,
+        len: u64::from(len),
+    })
+}
+
 impl HostCpu {
     /// [`Op::PokeMessage`](crate::ops::Op::PokeMessage): the first `len` bytes of `msg`
     /// at `va` (`Vipl::poke_message` refuses a `len` past the message's end).
@@ -58,11 +66,8 @@ impl HostCpu {
         let mut piece = std::mem::take(&mut self.piece);
         for (off, n) in pieces(len) {
             msg.piece_into(&mut piece, off, n);
-            let at = va.checked_add(u64::from(off)).ok_or(MemError::Overflow {
-                addr: va,
-                len: u64::from(len),
-            })?;
-            self.page_table.write(mem, at, &piece)?;
+            self.page_table
+                .write(mem, piece_at(va, off, len)?, &piece)?;
         }
         self.piece = piece;
         self.refresh_cached(mem, va, u64::from(len))
@@ -97,21 +102,16 @@ impl HostCpu {
             self.read_va_into(mem, va, 0, got)?;
             return Ok(None);
         }
+        // Wholly mapped, or a fault: what the single read of a `Peek` checks.
         self.page_table.segments(va, u64::from(msg.len))?;
-        let mut first = None;
         for (off, n) in pieces(msg.len) {
-            let at = va.checked_add(u64::from(off)).ok_or(MemError::Overflow {
-                addr: va,
-                len: u64::from(msg.len),
-            })?;
-            // Every piece is read, also after a difference: a fault anywhere wins.
-            self.read_va_into(mem, at, n as usize, got)?;
-            if first.is_none() {
-                msg.piece_into(piece, off, n);
-                first = difference(got, piece, off);
+            self.read_va_into(mem, piece_at(va, off, msg.len)?, n as usize, got)?;
+            msg.piece_into(piece, off, n);
+            if let Some(d) = difference(got, piece, off) {
+                return Ok(Some(d));
             }
         }
-        Ok(first)
+        Ok(None)
     }
 }
 

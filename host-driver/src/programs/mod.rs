@@ -54,7 +54,7 @@ pub use stream::{stream_duplex, stream_receiver, stream_sender, StreamParams};
 
 pub(crate) use scratch::Scratch;
 
-pub use crate::pattern::{flag, pattern, pattern_chunk_into, pattern_into, Direction, Message};
+pub use crate::pattern::{flag, pattern, pattern_into, Direction, Message};
 
 use crate::program::ProgramError;
 use crate::vipl::{Timeout, Vipl};
