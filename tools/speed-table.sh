@@ -3,8 +3,9 @@
 # N runs (one thread) of `hvia pingpong --sizes S --iters 4 --warmup 1`, with events per
 # one-way message (events / 10), simulated time per wall second and events per second;
 # then the best of N runs of the default sweep `--sizes 4..1048576 --iters 8` on every
-# core. Wall times depend on the machine's load: run it on a quiet machine, and compare
-# builds by alternating them (pass several binaries). Last, exact stepping
+# core. Each run's JSON is written to a file and read once the run has ended, so that
+# nothing else takes a core while it runs. Wall times depend on the machine's load: run
+# it on a quiet machine, and compare builds by alternating them (pass several binaries). Last, exact stepping
 # (`--set sim.stepping=exact`) per size, the best of two runs, as README's table has it.
 # Usage:
 #   tools/speed-table.sh [-n N] [hvia binary ...]   (default: 7 runs, target/release/hvia)
@@ -13,11 +14,19 @@ n=7
 if [ "${1:-}" == "-n" ]; then n=$2; shift 2; fi
 bins=("$@")
 [ ${#bins[@]} -eq 0 ] && bins=(./target/release/hvia)
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
 sim='import json,sys; s=json.load(sys.stdin)["simulation"]; print(s["simulated_ps"], s["wall_seconds"], s["events"])'
 best() { # binary, then hvia arguments: prints "best_ratio events best_wall"
   local b=$1; shift
   local out=""
-  for _ in $(seq "$n"); do out+="$("$b" pingpong "$@" --format json | python3 -c "$sim")"$'\n'; done
+  for _ in $(seq "$n"); do
+    # The JSON goes to a file and is read after the run: a reader started with the run
+    # (a pipe into python) takes a core while the run starts, which slowed the two-core
+    # sweep by about a third (27 November 2026: walls of about 0.21 s, 0.15 s without it).
+    "$b" pingpong "$@" --format json > "$tmp"
+    out+="$(python3 -c "$sim" < "$tmp")"$'\n'
+  done
   printf '%s' "$out" | python3 -c '
 import sys
 rows=[tuple(map(float,l.split())) for l in sys.stdin if l.strip()]
