@@ -78,7 +78,10 @@ impl Gec {
         }
         *entry = Some(r);
         self.tx_next = (pos + 1) % self.layout.tx_slots.max(1);
-        if let (Some(mac), Ok(d)) = (self.mac_bus, self.layout.tx_descriptor(pos)) {
+        // A trace tag only names the message in trace spans: untraced, none is sent.
+        if let (Some(mac), Ok(d), true) =
+            (self.mac_bus, self.layout.tx_descriptor(pos), ctx.tracing())
+        {
             ctx.send(
                 mac,
                 MacMsg::TraceTag {

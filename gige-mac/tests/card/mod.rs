@@ -356,10 +356,12 @@ pub fn two_cards(s: &Setup) -> (Kernel<Sys>, Cards) {
 }
 
 /// A frame of `len` bytes without FCS (>= 14): header from card `from` to the other,
-/// payload from `seed`.
+/// payload from `seed`, which its first 8 bytes hold (little-endian; [`frame_seed`]
+/// reads it back): a frame names itself by its bytes, as untraced runs carry no
+/// message ids (the cards' trace tags are sent only while tracing).
 pub fn frame_bytes(len: usize, from: u8, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
-    let payload: Vec<u8> = (0..len.saturating_sub(14))
+    let mut payload: Vec<u8> = (0..len.saturating_sub(14))
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
@@ -367,12 +369,21 @@ pub fn frame_bytes(len: usize, from: u8, seed: u64) -> Vec<u8> {
             x as u8
         })
         .collect();
+    for (b, s) in payload.iter_mut().zip(seed.to_le_bytes()) {
+        *b = s;
+    }
     let src = MacAddr([2, 0, 0, 0, 0, from]);
     let dst = MacAddr([2, 0, 0, 0, 0, 1 - from]);
     let mut f = build(dst, src, EtherType::Via, &payload).unwrap();
     f.truncate(f.len() - 4); // the DP83820 appends the FCS
     f.truncate(len.max(60)); // built frames are padded to 60
     f
+}
+
+/// The seed a frame of [`frame_bytes`] was made from (`None`: too short to hold it).
+pub fn frame_seed(f: &[u8]) -> Option<u64> {
+    let b: [u8; 8] = f.get(14..22)?.try_into().ok()?;
+    Some(u64::from_le_bytes(b))
 }
 
 /// Runs until both GECs are ready; returns that time.

@@ -113,7 +113,8 @@ impl Dp83820Bus {
         Self::span(ctx, msg, "mac rx dma", dma_from, now);
         let size = u16::try_from(data_len).unwrap_or(u16::MAX);
         let cmdsts = (CmdSts::OWN | CmdSts::OK).with_size(size);
-        if let Some(gec) = self.gec {
+        // A trace tag only names the message in trace spans: untraced, none is sent.
+        if let (Some(gec), true) = (self.gec, ctx.tracing()) {
             ctx.send(
                 gec,
                 MacMsg::TraceTag {
