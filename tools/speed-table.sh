@@ -23,7 +23,8 @@ best() { # binary, then hvia arguments: prints "best_ratio events best_wall"
   for _ in $(seq "$n"); do
     # The JSON goes to a file and is read after the run: a reader started with the run
     # (a pipe into python) takes a core while the run starts, which slowed the two-core
-    # sweep by about a third (27 November 2026: walls of about 0.21 s, 0.15 s without it).
+    # sweep by about a sixth (27 November 2026, the same build: best walls 0.187 s with
+    # it, 0.156 s without).
     "$b" pingpong "$@" --format json > "$tmp"
     out+="$(python3 -c "$sim" < "$tmp")"$'\n'
   done

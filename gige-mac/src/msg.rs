@@ -132,9 +132,10 @@ pub enum MacMsg {
     /// Simulator bookkeeping, not hardware: the frame in the descriptor at local-bus
     /// address `descriptor` belongs to message `msg`. The GEC tells the DP83820 for TX
     /// descriptors, the DP83820 tells the GEC for RX descriptors, so that trace spans on
-    /// both cards carry the sender's message id. Nothing else depends on it, so it is
-    /// sent only while tracing (untraced, frames and transactions carry message id 0
-    /// or the GEC's own numbering, which nothing reads).
+    /// both cards carry the sender's message id. Only trace spans read it, so it is sent
+    /// only while tracing: untraced, frames carry message id 0, the GEC numbers the
+    /// frames it receives itself, and the DP83820 numbers its bus requests in order
+    /// (traced, their tag is the message id, which the bus's spans use).
     TraceTag {
         /// Local-bus address of the descriptor.
         descriptor: u64,

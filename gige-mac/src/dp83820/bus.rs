@@ -90,6 +90,10 @@ pub struct Dp83820Bus {
     pub(super) tx: TxDma,
     pub(super) rx: RxDma,
     pub(super) stats: BusSideStats,
+    /// The tag of the last request issued untraced: untraced, requests are numbered in
+    /// order (traced, a request's tag is its frame's message id, for the bus's spans),
+    /// so that a completion out of order is seen in every mode.
+    untraced_tag: u64,
 }
 
 impl Dp83820Bus {
@@ -117,6 +121,7 @@ impl Dp83820Bus {
             tx: TxDma::new(),
             rx: RxDma::new(),
             stats: BusSideStats::default(),
+            untraced_tag: 0,
         }
     }
 
@@ -323,6 +328,12 @@ impl Dp83820Bus {
                 self.params.cache_line_bytes,
                 self.params.write_invalidate,
             )
+        };
+        let tag = if ctx.tracing() {
+            tag
+        } else {
+            self.untraced_tag += 1;
+            self.untraced_tag
         };
         self.pending.push_back(Pending { tag, req });
         let r = BusRequest {

@@ -380,7 +380,8 @@ pub fn frame_bytes(len: usize, from: u8, seed: u64) -> Vec<u8> {
     f
 }
 
-/// The seed a frame of [`frame_bytes`] was made from (`None`: too short to hold it).
+/// The seed a frame of [`frame_bytes`] of at least 22 bytes was made from (`None`: a
+/// frame too short to hold it; a shorter `frame_bytes` length holds only part of it).
 pub fn frame_seed(f: &[u8]) -> Option<u64> {
     let b: [u8; 8] = f.get(14..22)?.try_into().ok()?;
     Some(u64::from_le_bytes(b))
