@@ -71,6 +71,22 @@ fn pattern_chunk_into(v: &mut Vec<u8>, i: u32, dir: Direction, len: u32, off: u3
     }
 }
 
+/// Where bytes read back (`got`) first differ from a message's (`expected`): the first
+/// differing offset, or the shorter one's length when one is the start of the other;
+/// `None` when they are equal (the usual case: one comparison of the whole slice). The
+/// programs' whole-message check and the CPU's piecewise one both report by it.
+pub(crate) fn first_difference(got: &[u8], expected: &[u8]) -> Option<usize> {
+    if got == expected {
+        return None;
+    }
+    Some(
+        got.iter()
+            .zip(expected)
+            .position(|(g, e)| g != e)
+            .unwrap_or_else(|| got.len().min(expected.len())),
+    )
+}
+
 /// One test message: iteration `iteration`'s in direction `dir`, `len` bytes
 /// ([`pattern`]`(iteration, dir, len)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,7 +19,7 @@
 //! [`Op::Peek`]: crate::ops::Op::Peek
 
 use super::HostCpu;
-use crate::pattern::Message;
+use crate::pattern::{first_difference, Message};
 use pci_model::{HostMemory, MemError};
 
 /// Bytes of a message made, written or read at a time: a piece and the bytes read back
@@ -118,14 +118,7 @@ impl HostCpu {
 /// The first byte where `got` differs from `expected`, with its offset in the message
 /// (`off` being the piece's).
 fn difference(got: &[u8], expected: &[u8], off: u32) -> Option<Difference> {
-    if got == expected {
-        return None; // the usual case: one comparison of the whole piece
-    }
-    let k = got
-        .iter()
-        .zip(expected)
-        .position(|(g, e)| g != e)
-        .unwrap_or_else(|| got.len().min(expected.len()));
+    let k = first_difference(got, expected)?;
     Some((
         u64::from(off) + k as u64,
         expected.get(k).copied().unwrap_or(0),

@@ -174,18 +174,15 @@ pub(crate) async fn verify(
 
 /// Whether `got` is `expected` (the bytes verified), or where it first differs.
 pub(crate) fn compare(got: &[u8], expected: &[u8], iteration: u32) -> Result<u64, ProgramError> {
-    let len = expected.len() as u64;
-    if got == expected {
-        return Ok(len); // the usual case, one comparison of the whole buffer
-    }
-    match got.iter().zip(expected).position(|(g, e)| g != e) {
+    match crate::pattern::first_difference(got, expected) {
+        None => Ok(expected.len() as u64),
+        // One is the start of the other: a read of the wrong length.
+        Some(k) if k == got.len().min(expected.len()) => Err(ProgramError::Protocol("short read")),
         Some(k) => Err(ProgramError::DataMismatch {
             iteration,
             offset: k as u64,
             expected: expected.get(k).copied().unwrap_or(0),
             found: got.get(k).copied().unwrap_or(0),
         }),
-        None if got.len() != expected.len() => Err(ProgramError::Protocol("short read")),
-        None => Ok(len),
     }
 }
