@@ -3,7 +3,8 @@
 //! target, short latency timers, slow device reads, both bridge read modes, write-retry
 //! back-pressure windows on the device) give the same messages at the same instants, the
 //! same bus statistics, transaction log, trace, DMA master counters and memory contents.
-//! The DMA master gets three jobs in every scenario: one over a host buffer, a second
+//! The DMA master gets three jobs in every scenario, with one or two bursts queued at the
+//! bus at a time: one over a host buffer, a second
 //! over part of the same buffer, started in the same window as the first so that the
 //! two are nearly always under way together (the second queued behind the first, or
 //! ahead of it when it lands first), and one of no bytes (reported without a burst, at
@@ -96,9 +97,16 @@ fn run_cut(
     let engine = s.probe("engine", false);
     let cpu = s.probe("cpu", true);
     let lt = [4, 16, 64][r.below(3) as usize];
+    // With three jobs, one or two bursts queued at the bus (REQ# dropped between bursts,
+    // or held), drawn from a stream of its own so that the draws below stay the seed's.
+    let max_outstanding = match jobs {
+        Jobs::One => DmaParams::default().max_outstanding,
+        Jobs::Three => 1 + SplitMix64::new(!seed).below(2) as usize,
+    };
     let (dma, _) = s.dma(DmaParams {
         burst_bytes: [64, 100, 512, 4096][r.below(4) as usize],
         latency_timer: Cycles(lt),
+        max_outstanding,
         ..DmaParams::default()
     });
     let (raw, m) = s.master("raw", [2, 8, 32][r.below(3) as usize]);
