@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use pci_model::{
-    BridgeParams, BusParams, DmaMaster, DmaParams, HostMemory, MasterConfig, MasterId, Node,
-    PciBus, PciMsg, PciParts, PciWorld, Probe, SimpleTarget, TargetProfile, TenureEnd,
+    BridgeParams, BusParams, DmaMaster, DmaParams, DmaStats, HostMemory, MasterConfig, MasterId,
+    Node, PciBus, PciMsg, PciParts, PciWorld, Probe, SimpleTarget, TargetProfile, TenureEnd,
     TransactionDone,
 };
 use sim_kernel::{Bytes, ClockDomain, ComponentId, Cycles, DomainId, Kernel, OnMisroute, Time};
@@ -135,6 +135,14 @@ impl Sys {
             Node::Dma(DmaMaster::new(params, bus, m, width)),
         );
         (id, m)
+    }
+
+    /// The counters of the DMA master at `id` (made by [`Sys::dma`]).
+    pub fn dma_stats(&self, id: ComponentId) -> &DmaStats {
+        match self.w.get(id) {
+            Some(Node::Dma(d)) => d.stats(),
+            _ => panic!("no DMA master at {id:?}"),
+        }
     }
 
     /// Settles the bus where per-clock stepping stands after a run stopped at `until`
