@@ -4,12 +4,12 @@
 //! back-pressure windows on the device) give the same messages at the same instants, the
 //! same bus statistics, transaction log, trace, DMA master counters and memory contents.
 //! The DMA master gets three jobs in every scenario, with one or two bursts queued at the
-//! bus at a time: one over a host buffer, a second
-//! over part of the same buffer, started in the same window as the first so that the
-//! two are nearly always under way together (the second queued behind the first, or
-//! ahead of it when it lands first), and one of no bytes (reported without a burst, at
-//! once or behind the jobs before it). The pinned regression case at the end runs its
-//! scenario as it was found, with the first job alone.
+//! bus at a time: one over a host buffer, a second over part of the same buffer, started
+//! in the same window as the first so that the two are nearly always under way together
+//! (the second queued behind the first, or ahead of it when it lands first), and one of
+//! no bytes (reported without a burst, at once or behind the jobs before it); each must
+//! end whole. The pinned regression case at the end runs its scenario as it was found,
+//! with the first job alone.
 
 mod common;
 
@@ -38,6 +38,9 @@ struct Outcome {
     asked: (usize, usize),
     /// The DMA master's counters.
     dma: DmaStats,
+    /// The bytes each DMA job asks for, by tag (1, 2, 3; the first alone with
+    /// [`Jobs::One`]).
+    job_bytes: Vec<u64>,
 }
 
 fn scenario(seed: u64, stepping: Stepping, trace: bool) -> Outcome {
@@ -101,7 +104,7 @@ fn run_cut(
     // or held), drawn from a stream of its own so that the draws below stay the seed's.
     let max_outstanding = match jobs {
         Jobs::One => DmaParams::default().max_outstanding,
-        Jobs::Three => 1 + SplitMix64::new(!seed).below(2) as usize,
+        Jobs::Three => 1 + SplitMix64::derive(seed, "max_outstanding").below(2) as usize,
     };
     let (dma, _) = s.dma(DmaParams {
         burst_bytes: [64, 100, 512, 4096][r.below(4) as usize],
@@ -230,6 +233,7 @@ fn run_cut(
     // it runs behind the first or ahead of it), and a job of no bytes (the master
     // reports it without a burst: at once when it is first in line, else when the jobs
     // before it are done).
+    let mut job_bytes = vec![len];
     if jobs == Jobs::Three {
         let off = r.below(len);
         let n2 = 1 + r.below(len - off);
@@ -250,6 +254,7 @@ fn run_cut(
                 pages: pt.pages_of(va + off, n2).unwrap(),
             }),
         );
+        job_bytes.extend([n2, 0]);
         s.k.post(
             dma,
             Time(r.below(600_000)),
@@ -288,6 +293,7 @@ fn run_cut(
         events: s.k.stats().events,
         asked: (raw_n as usize, cpu_n as usize),
         dma: s.dma_stats(dma).clone(),
+        job_bytes,
     }
 }
 
@@ -316,9 +322,9 @@ proptest! {
         prop_assert_eq!(&slow.memory, &untraced.memory);
         prop_assert_eq!(&slow.device, &untraced.device);
         prop_assert_eq!(&slow.dma, &untraced.dma);
-        // Everything that was asked for ended (engine: one DmaDone per job, the job of
-        // no bytes without a burst; raw master: one TransactionDone per request), and
-        // the DMA counters compared above count all three jobs.
+        // Everything that was asked for ended (engine: one DmaDone per job, each whole,
+        // the job of no bytes without a burst; raw master: one TransactionDone per
+        // request), and the DMA counters compared above count all three jobs.
         let mut dones: Vec<_> = slow.received[0]
             .iter()
             .filter_map(|(_, m)| match m {
@@ -329,11 +335,16 @@ proptest! {
         prop_assert_eq!(dones.len(), slow.received[0].len());
         dones.sort_by_key(|d| d.tag);
         prop_assert_eq!(dones.iter().map(|d| d.tag).collect::<Vec<_>>(), vec![1, 2, 3]);
-        prop_assert_eq!(
-            (&dones[2].status, dones[2].bytes, dones[2].bursts),
-            (&DmaStatus::Ok, 0, 0)
-        );
+        for (d, &want) in dones.iter().zip(&slow.job_bytes) {
+            prop_assert_eq!((&d.status, d.bytes), (&DmaStatus::Ok, want), "job {}", d.tag);
+        }
+        prop_assert_eq!(dones[2].bursts, 0);
         prop_assert_eq!(slow.dma.jobs, 3);
+        prop_assert_eq!(slow.dma.failed_jobs, 0);
+        prop_assert_eq!(
+            slow.dma.bytes_read + slow.dma.bytes_written,
+            slow.job_bytes.iter().sum::<u64>()
+        );
         prop_assert_eq!(
             slow.dma.bursts,
             dones.iter().map(|d| u64::from(d.bursts)).sum::<u64>()
