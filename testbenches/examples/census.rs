@@ -1,8 +1,13 @@
 //! Event census of one ping-pong: events delivered per component and message kind
-//! (development aid for simulation speed work). `census [size] [exact|fast] [rows]`; `CENSUS_DEPTH=3` splits
-//! each kind one level further (e.g. the engine's wake-ups by kind). `CENSUS_TIME=1` also
-//! times each delivery (`Instant` around the handler, about 25 ns of its own on this
-//! machine, counted in every figure) and lists the kinds by their share of handler time.
+//! (development aid for simulation speed work). `census [size] [exact|fast] [rows]`;
+//! `CENSUS_DEPTH=3` splits each kind one level further (e.g. the engine's wake-ups by
+//! kind).
+//!
+//! `CENSUS_TIME=n` times each delivery instead (an `Instant` around the handler, about
+//! 25 ns of its own on this machine, counted in every figure) in `n` runs of the same
+//! ping-pong, and lists the kinds by their share of handler wall time, each figure the
+//! median of the runs (a run's first touches of memory, page faults included, land in
+//! whichever handler makes them, so one run alone can put a kind far off).
 use host_driver::programs::{rdma_pingpong_initiator, rdma_pingpong_responder, PingPongParams};
 use sim_kernel::{ComponentId, Ctx, RunLimit, Time, World};
 use std::collections::BTreeMap;
@@ -10,49 +15,50 @@ use testbenches::config::{SimStepping, SystemConfig};
 use testbenches::system::world::{Msg, SystemWorld};
 use testbenches::system::System;
 
+/// A message kind at a component.
+type Kind = (u32, String);
+
 struct Counting<'a> {
     inner: &'a mut SystemWorld,
-    counts: BTreeMap<(u32, String), u64>,
+    depth: usize,
+    counts: BTreeMap<Kind, u64>,
     /// Handler wall time per kind \[ns\], when timing.
-    ns: Option<BTreeMap<(u32, String), u64>>,
+    ns: Option<BTreeMap<Kind, u64>>,
 }
 
 impl World<Msg> for Counting<'_> {
     fn deliver(&mut self, to: ComponentId, msg: Msg, ctx: &mut Ctx<'_, Msg>) {
-        let kind = format!("{msg:?}");
-        let kind = kind
+        let text = format!("{msg:?}");
+        let kind = text
             .split(['{', '(', ' '])
-            .take(
-                std::env::var("CENSUS_DEPTH")
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(2),
-            )
+            .take(self.depth)
             .collect::<Vec<_>>()
             .join(" ");
+        let Some(ns) = &mut self.ns else {
+            *self.counts.entry((to.0, kind)).or_insert(0) += 1;
+            self.inner.deliver(to, msg, ctx);
+            return;
+        };
         *self.counts.entry((to.0, kind.clone())).or_insert(0) += 1;
-        match &mut self.ns {
-            None => self.inner.deliver(to, msg, ctx),
-            Some(ns) => {
-                let t0 = std::time::Instant::now();
-                self.inner.deliver(to, msg, ctx);
-                let t = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                *ns.entry((to.0, kind)).or_insert(0) += t;
-            }
-        }
+        let t0 = std::time::Instant::now();
+        self.inner.deliver(to, msg, ctx);
+        let t = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let spent = ns.entry((to.0, kind)).or_insert(0);
+        *spent = spent.saturating_add(t);
     }
 }
 
-fn main() {
-    let size: u32 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(65536);
-    let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
-    if std::env::args().nth(2).as_deref() == Some("exact") {
-        cfg.sim.stepping = SimStepping::Exact;
-    }
-    let mut sys = System::build(&cfg, false).expect("build");
+/// What one run counted: events per kind, handler time per kind if timed, and the
+/// components' names.
+struct Census {
+    counts: BTreeMap<Kind, u64>,
+    ns: Option<BTreeMap<Kind, u64>>,
+    names: Vec<String>,
+}
+
+/// One census run, timed if `timing`.
+fn run(size: u32, cfg: &SystemConfig, timing: bool) -> Census {
+    let mut sys = System::build(cfg, false).expect("build");
     let mut a = PingPongParams::new(size, 2, sys.macs[1]);
     a.warmup = 1;
     a.wait_timeout = host_driver::Timeout::Infinite;
@@ -69,8 +75,12 @@ fn main() {
     sys.start();
     let mut w = Counting {
         inner: &mut sys.world,
+        depth: std::env::var("CENSUS_DEPTH")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(2),
         counts: BTreeMap::new(),
-        ns: (std::env::var("CENSUS_TIME").as_deref() == Ok("1")).then(BTreeMap::new),
+        ns: timing.then(BTreeMap::new),
     };
     sys.kernel.run(
         &mut w,
@@ -79,43 +89,92 @@ fn main() {
             max_events: 200_000_000,
         },
     );
+    let (counts, ns) = (w.counts, w.ns);
+    let names = (0..sys.kernel.component_count())
+        .map(|c| {
+            let id = ComponentId(u32::try_from(c).unwrap_or(u32::MAX));
+            sys.kernel.component_name(id).to_string()
+        })
+        .collect();
+    Census { counts, ns, names }
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+fn main() {
+    let arg = |i: usize| std::env::args().nth(i);
+    let size: u32 = arg(1).and_then(|s| s.parse().ok()).unwrap_or(65536);
+    let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+    if arg(2).as_deref() == Some("exact") {
+        cfg.sim.stepping = SimStepping::Exact;
+    }
+    let rows = arg(3).and_then(|s| s.parse().ok()).unwrap_or(25);
+    let runs: usize = std::env::var("CENSUS_TIME")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let first = run(size, &cfg, runs > 0);
+    let name = |c: u32| first.names.get(c as usize).map_or("?", String::as_str);
     let frames = u64::from(size.div_ceil(1460)).max(1) * 6;
-    let total: u64 = w.counts.values().sum();
-    let mut v: Vec<_> = w.counts.iter().collect();
-    v.sort_by(|x, y| y.1.cmp(x.1));
+    let total: u64 = first.counts.values().sum();
     println!(
         "{total} events, {frames} data frames, {:.0} per frame",
         total as f64 / frames as f64
     );
-    let rows = std::env::args()
-        .nth(3)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(25);
-    let Some(ns) = &w.ns else {
+    if runs == 0 {
+        let mut v: Vec<_> = first.counts.iter().collect();
+        v.sort_by(|x, y| y.1.cmp(x.1));
         for ((c, kind), n) in v.iter().take(rows) {
             println!(
                 "{:>9} {:>7.1}/frame  {:<22} {}",
                 n,
                 **n as f64 / frames as f64,
-                sys.kernel.component_name(ComponentId(*c)),
+                name(*c),
                 kind
             );
         }
         return;
+    }
+    // Per kind, its handler time in each run; per run, the total.
+    let mut spent: BTreeMap<Kind, Vec<u64>> = BTreeMap::new();
+    let mut totals = Vec::new();
+    let mut add = |w: &Census| {
+        let ns = w.ns.as_ref().expect("timed");
+        totals.push(ns.values().sum::<u64>());
+        for (k, t) in ns {
+            spent.entry(k.clone()).or_default().push(*t);
+        }
     };
-    let all: u64 = ns.values().sum();
-    println!("{:.1} ms in handlers, by share", all as f64 / 1e6);
-    let mut t: Vec<_> = ns.iter().collect();
-    t.sort_by(|x, y| y.1.cmp(x.1));
-    for ((c, kind), spent) in t.iter().take(rows) {
-        let n = w.counts.get(&(*c, kind.clone())).copied().unwrap_or(0);
+    add(&first);
+    for _ in 1..runs {
+        add(&run(size, &cfg, true));
+    }
+    let all = median(totals.clone());
+    let (lo, hi) = (
+        totals.iter().min().copied().unwrap_or(0),
+        totals.iter().max().copied().unwrap_or(0),
+    );
+    println!(
+        "{runs} runs: {:.1} ms in handlers (median; {:.1}-{:.1})",
+        all as f64 / 1e6,
+        lo as f64 / 1e6,
+        hi as f64 / 1e6
+    );
+    println!("   events  a frame  share   ns each  component              kind");
+    let mut t: Vec<_> = spent.into_iter().map(|(k, v)| (k, median(v))).collect();
+    t.sort_by_key(|x| std::cmp::Reverse(x.1));
+    for ((c, kind), ns) in t.iter().take(rows) {
+        let n = first.counts.get(&(*c, kind.clone())).copied().unwrap_or(0);
         println!(
-            "{:>9} {:>7.1}/frame {:>5.1} % {:>6.0} ns each  {:<22} {}",
+            "{:>9} {:>8.1} {:>5.1} % {:>7.0}  {:<22} {}",
             n,
             n as f64 / frames as f64,
-            **spent as f64 * 100.0 / all.max(1) as f64,
-            **spent as f64 / n.max(1) as f64,
-            sys.kernel.component_name(ComponentId(*c)),
+            *ns as f64 * 100.0 / all.max(1) as f64,
+            *ns as f64 / n.max(1) as f64,
+            name(*c),
             kind
         );
     }
