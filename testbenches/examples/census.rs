@@ -21,9 +21,9 @@ type Kind = (u32, String);
 struct Counting<'a> {
     inner: &'a mut SystemWorld,
     depth: usize,
-    counts: BTreeMap<Kind, u64>,
-    /// Handler wall time per kind \[ns\], when timing.
-    ns: Option<BTreeMap<Kind, u64>>,
+    timing: bool,
+    /// Per kind: events, and handler wall time \[ns\] when timing.
+    tally: BTreeMap<Kind, (u64, u64)>,
 }
 
 impl World<Msg> for Counting<'_> {
@@ -34,25 +34,21 @@ impl World<Msg> for Counting<'_> {
             .take(self.depth)
             .collect::<Vec<_>>()
             .join(" ");
-        let Some(ns) = &mut self.ns else {
-            *self.counts.entry((to.0, kind)).or_insert(0) += 1;
-            self.inner.deliver(to, msg, ctx);
-            return;
-        };
-        *self.counts.entry((to.0, kind.clone())).or_insert(0) += 1;
-        let t0 = std::time::Instant::now();
+        let t0 = self.timing.then(std::time::Instant::now);
         self.inner.deliver(to, msg, ctx);
-        let t = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let spent = ns.entry((to.0, kind)).or_insert(0);
+        let t = t0.map_or(0, |t0| {
+            u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        });
+        let (n, spent) = self.tally.entry((to.0, kind)).or_insert((0, 0));
+        *n += 1;
         *spent = spent.saturating_add(t);
     }
 }
 
-/// What one run counted: events per kind, handler time per kind if timed, and the
-/// components' names.
+/// What one run counted: per kind, events and handler time (0 untimed); the components'
+/// names.
 struct Census {
-    counts: BTreeMap<Kind, u64>,
-    ns: Option<BTreeMap<Kind, u64>>,
+    tally: BTreeMap<Kind, (u64, u64)>,
     names: Vec<String>,
 }
 
@@ -79,8 +75,8 @@ fn run(size: u32, cfg: &SystemConfig, timing: bool) -> Census {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(2),
-        counts: BTreeMap::new(),
-        ns: timing.then(BTreeMap::new),
+        timing,
+        tally: BTreeMap::new(),
     };
     sys.kernel.run(
         &mut w,
@@ -89,14 +85,14 @@ fn run(size: u32, cfg: &SystemConfig, timing: bool) -> Census {
             max_events: 200_000_000,
         },
     );
-    let (counts, ns) = (w.counts, w.ns);
+    let tally = w.tally;
     let names = (0..sys.kernel.component_count())
         .map(|c| {
             let id = ComponentId(u32::try_from(c).unwrap_or(u32::MAX));
             sys.kernel.component_name(id).to_string()
         })
         .collect();
-    Census { counts, ns, names }
+    Census { tally, names }
 }
 
 fn median(mut v: Vec<u64>) -> u64 {
@@ -119,19 +115,19 @@ fn main() {
     let first = run(size, &cfg, runs > 0);
     let name = |c: u32| first.names.get(c as usize).map_or("?", String::as_str);
     let frames = u64::from(size.div_ceil(1460)).max(1) * 6;
-    let total: u64 = first.counts.values().sum();
+    let total: u64 = first.tally.values().map(|(n, _)| n).sum();
     println!(
         "{total} events, {frames} data frames, {:.0} per frame",
         total as f64 / frames as f64
     );
     if runs == 0 {
-        let mut v: Vec<_> = first.counts.iter().collect();
-        v.sort_by(|x, y| y.1.cmp(x.1));
+        let mut v: Vec<_> = first.tally.iter().map(|(k, (n, _))| (k, *n)).collect();
+        v.sort_by_key(|x| std::cmp::Reverse(x.1));
         for ((c, kind), n) in v.iter().take(rows) {
             println!(
                 "{:>9} {:>7.1}/frame  {:<22} {}",
                 n,
-                **n as f64 / frames as f64,
+                *n as f64 / frames as f64,
                 name(*c),
                 kind
             );
@@ -142,9 +138,8 @@ fn main() {
     let mut spent: BTreeMap<Kind, Vec<u64>> = BTreeMap::new();
     let mut totals = Vec::new();
     let mut add = |w: &Census| {
-        let ns = w.ns.as_ref().expect("timed");
-        totals.push(ns.values().sum::<u64>());
-        for (k, t) in ns {
+        totals.push(w.tally.values().map(|(_, t)| t).sum::<u64>());
+        for (k, (_, t)) in &w.tally {
             spent.entry(k.clone()).or_default().push(*t);
         }
     };
@@ -167,7 +162,7 @@ fn main() {
     let mut t: Vec<_> = spent.into_iter().map(|(k, v)| (k, median(v))).collect();
     t.sort_by_key(|x| std::cmp::Reverse(x.1));
     for ((c, kind), ns) in t.iter().take(rows) {
-        let n = first.counts.get(&(*c, kind.clone())).copied().unwrap_or(0);
+        let n = first.tally.get(&(*c, kind.clone())).map_or(0, |(n, _)| *n);
         println!(
             "{:>9} {:>8.1} {:>5.1} % {:>7.0}  {:<22} {}",
             n,
