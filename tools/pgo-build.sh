@@ -5,8 +5,9 @@
 # second build uses it. The run's cache misses are mostly in code, not data
 # (cachegrind; docs/speed-plan.md, eighth round); the profile steers inlining and code
 # layout by what the run executes (which of them gains what was not measured apart; a
-# linker order of the hot functions alone gained nothing: ninth round). Measured 27 November 2026 with `RAYON_NUM_THREADS=1 hvia pingpong
-# --sizes 1048576 --iters 8` (20 one-way messages): 14 % faster (medians of 9 runs
+# linker order of the hot functions alone gained nothing: ninth round). Measured 27
+# November 2026 with `RAYON_NUM_THREADS=1 hvia pingpong --sizes 1048576 --iters 8`
+# (20 one-way messages): 14 % faster (medians of 9 runs
 # alternating with the default build, 151.8 -> 130.5 ms), the sweep 3.42x real time
 # (2.91x), the same JSON.
 # Needs the toolchain's llvm-tools component (`rustup component add llvm-tools`); takes

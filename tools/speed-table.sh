@@ -5,8 +5,9 @@
 # then the best of N runs of the default sweep `--sizes 4..1048576 --iters 8` on every
 # core. Each run's JSON is written to a file and read once the run has ended, so that
 # nothing else takes a core while it runs. Wall times depend on the machine's load: run
-# it on a quiet machine, and compare builds by alternating them (pass several binaries). Last, exact stepping
-# (`--set sim.stepping=exact`) per size, the best of two runs, as README's table has it.
+# it on a quiet machine, and compare builds by alternating them (pass several
+# binaries). Last, exact stepping (`--set sim.stepping=exact`) per size, the best of
+# two runs, as README's table has it.
 # Usage:
 #   tools/speed-table.sh [-n N] [hvia binary ...]   (default: 7 runs, target/release/hvia)
 set -eu
