@@ -24,6 +24,7 @@
 //! costs and registration modes; a CQ wait woken one scan late is caught.
 
 use host_driver::{CallExt, IterationRecord, ProgramError, ProgramReport, ProgramResult, Vipl};
+use pci_model::Deferral;
 use proptest::prelude::*;
 use std::rc::Rc;
 use testbenches::config::{ConfigSource, SimStepping, SystemConfig, PRESETS};
@@ -133,6 +134,10 @@ struct Skew {
     /// A transaction applied whole (untraced, on either bus) ending this many clocks
     /// late.
     whole: u64,
+    /// Every request landing while the bus has a wake-up queued is queued without
+    /// stepping up to it and without a new wake-up, not only those behind another of
+    /// their master's (untraced, on either bus).
+    defer_any: bool,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -151,6 +156,9 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
             b.set_lazy_commit_skew_clocks(skew.commit);
             b.set_retry_run_skew_clocks(skew.retry_run);
             b.set_whole_skew_clocks(skew.whole);
+            if skew.defer_any {
+                b.set_deferral(Deferral::Any);
+            }
         }
     }
 }
@@ -387,6 +395,23 @@ fn a_transaction_applied_whole_one_clock_late_is_caught() {
     assert!(
         caught(&cfg, 1460, skew),
         "transactions applied whole one clock late went unnoticed"
+    );
+}
+
+/// A bus that queues every request landing while it has a wake-up queued without
+/// stepping up to it or computing a new wake-up (untraced fast stepping), instead of
+/// only one behind another of its master's requests, is caught: a request that is not
+/// behind another can start before the wake-up queued without it.
+#[test]
+fn a_request_deferred_though_not_behind_another_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        defer_any: true,
+        ..Skew::default()
+    };
+    assert!(
+        caught(&cfg, 4096, skew),
+        "requests deferred without a new wake-up went unnoticed"
     );
 }
 

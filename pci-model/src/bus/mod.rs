@@ -270,12 +270,28 @@ pub struct PciBus {
     /// Test hook: clocks a transaction applied whole ends late (see
     /// [`PciBus::set_whole_skew_clocks`]); 0 in every real run.
     whole_skew: u64,
+    /// Which requests are queued without stepping up to them (see
+    /// [`PciBus::set_deferral`]); [`Deferral::Behind`] in every real run.
+    deferral: Deferral,
     /// Debug checks' copies of the bus: their outputs, collected instead of sent.
     #[cfg(debug_assertions)]
     capture: Option<Vec<Captured>>,
     stats: BusStats,
     log: Option<Vec<TenureRecord>>,
     log_window: Option<LogWindow>,
+}
+
+/// Which requests the bus queues without stepping up to them (see
+/// [`PciBus::set_deferral`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Deferral {
+    /// None: the bus steps up to every input.
+    Never,
+    /// Requests behind another of their master's (the default).
+    #[default]
+    Behind,
+    /// Every request: a deliberately broken fast path, for the tests that catch it.
+    Any,
 }
 
 impl PciBus {
@@ -324,12 +340,24 @@ impl PciBus {
             lazy_commits: false,
             lazy_commit_skew: 0,
             whole_skew: 0,
+            deferral: Deferral::Behind,
             #[cfg(debug_assertions)]
             capture: None,
             stats: BusStats::default(),
             log: None,
             log_window: None,
         })
+    }
+
+    /// Test hook: which requests landing while a wake-up is queued are queued without
+    /// stepping the bus up to them (untraced fast stepping). [`Deferral::Behind`], the
+    /// default and every real run's, takes those behind another of their master's;
+    /// [`Deferral::Never`] steps up to every input as exact stepping does (the same
+    /// results, more work); [`Deferral::Any`] takes every request, a deliberately
+    /// broken fast path (a request that is not behind another can start before the
+    /// queued wake-up) that the lockstep harness must catch.
+    pub fn set_deferral(&mut self, d: Deferral) {
+        self.deferral = d;
     }
 
     /// The bus parameters.
@@ -631,6 +659,25 @@ impl PciBus {
                 }
             }
             other => {
+                // A request behind another of its master's, with a wake-up queued
+                // (untraced fast stepping): queued without stepping up to it. The clocks
+                // before it are stepped at the next wake-up, with it in the queue, as
+                // they would have been without it: its REQ# line is on only from the
+                // clock after it lands (`req_line` compares its arrival), and every
+                // other rule that counts queued requests asks whether another master
+                // has one (`others_queued`), which it is not. What it can change it
+                // changes only from its master's next output on (`lands_behind`),
+                // which the queued wake-up precedes. The lockstep harness compares it
+                // with exact stepping, which never takes this path.
+                if self.tick.is_some()
+                    && self.params.stepping == Stepping::FastForward
+                    && !ctx.tracing()
+                    && self.deferral != Deferral::Never
+                    && matches!(&other, PciMsg::Request(r) if self.deferral == Deferral::Any || self.lands_behind(r.master))
+                {
+                    self.accept(other, now, ctx);
+                    return;
+                }
                 if now > 0 {
                     self.run_to(now - 1, ctx, &mut mem);
                 }
