@@ -79,6 +79,17 @@ impl PciBus {
         if self.arb.gnt() != Some(m) || c < port.req_on_from(head) {
             return 0;
         }
+        // The attempt starting now finds its read latched and the data there by its
+        // DEVSEL# edge (the common case at the wake-up the look-ahead set): it moves
+        // data and is stepped, as the loop below would decide at its first attempt
+        // (`read_claim` answers `Latched` exactly when `slot_for` finds the slot).
+        let devsel = bridge.params().devsel.clocks();
+        if bridge
+            .slot_for(head.req.addr + head.done, head.req.command)
+            .is_some_and(|slot| slot.first_data <= self.edge(c + devsel))
+        {
+            return 0;
+        }
         let tag = head.req.tag;
         let Some(r) = self.read_of(sole) else {
             return 0; // target-aborted: stepped
