@@ -662,13 +662,27 @@ impl PciBus {
                 // A request behind another of its master's, with a wake-up queued
                 // (untraced fast stepping): queued without stepping up to it. The clocks
                 // before it are stepped at the next wake-up, with it in the queue, as
-                // they would have been without it: its REQ# line is on only from the
-                // clock after it lands (`req_line` compares its arrival), and every
-                // other rule that counts queued requests asks whether another master
-                // has one (`others_queued`), which it is not. What it can change it
-                // changes only from its master's next output on (`lands_behind`),
-                // which the queued wake-up precedes. The lockstep harness compares it
-                // with exact stepping, which never takes this path.
+                // they would have been without it:
+                // - its REQ# line is on only from the clock after it lands (`req_line`
+                //   compares its arrival, for the master's first and second request);
+                // - the rules that ask whether another master has a request
+                //   (`others_queued`, `sole_bridge_read`, the whole plan) answer as
+                //   before, since its master had one already;
+                // - the two that count the master's own requests (`lines_off` in
+                //   `step`, `plain_run`'s) may now take the one-line path instead of
+                //   "no line on", which decides the same (`Arbiter::step_one` with the
+                //   line off as `step_no_requests`: unit tests compare both with
+                //   `Arbiter::step`);
+                // - the master's queue shrinks only when a request completes, an
+                //   output, which the queued wake-up precedes.
+                // `lands_behind` is asked before the stepping: if the request ahead
+                // starts in the clocks not yet stepped, its master then owns the bus
+                // with this one behind it, whose line decides nothing while it does
+                // (GNT# leaves an owner only on an idle clock or for another master
+                // whose line is on). The lockstep harness compares it with exact
+                // stepping, which never takes this path; moving a deferred request's
+                // arrival back to the first clock not yet stepped changes no result of
+                // `tools/exact-vs-fast.sh` either (measured, 28 November 2026).
                 if self.tick.is_some()
                     && self.params.stepping == Stepping::FastForward
                     && !ctx.tracing()
