@@ -686,8 +686,7 @@ impl PciBus {
                 if self.tick.is_some()
                     && self.params.stepping == Stepping::FastForward
                     && !ctx.tracing()
-                    && self.deferral != Deferral::Never
-                    && matches!(&other, PciMsg::Request(r) if self.deferral == Deferral::Any || self.lands_behind(r.master))
+                    && matches!(&other, PciMsg::Request(r) if self.defers(r))
                 {
                     self.accept(other, now, ctx);
                     return;
@@ -811,6 +810,16 @@ impl PciBus {
         self.masters
             .get(m)
             .is_some_and(|p| p.queue.len() >= if owner { 2 } else { 1 })
+    }
+
+    /// Whether request `r`, landing while a wake-up is queued (untraced fast stepping),
+    /// is queued without stepping the bus up to it (see [`PciBus::set_deferral`]).
+    fn defers(&self, r: &BusRequest) -> bool {
+        match self.deferral {
+            Deferral::Never => false,
+            Deferral::Behind => self.lands_behind(r.master),
+            Deferral::Any => true,
+        }
     }
 
     /// Idle bus, nothing queued, GNT# stable: stepping changes nothing but idle counts.
