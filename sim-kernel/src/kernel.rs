@@ -136,6 +136,22 @@ pub struct Kernel<M> {
     /// The key of the event being delivered, packed as the queue orders it (see
     /// [`Ctx::event_key`]; unpacked only when a component asks).
     current: u128,
+    /// Deferred entries waiting for the run to pass their place
+    /// ([`Ctx::send_deferred`]), sorted by that place, latest first (the run loop
+    /// looks at them only when there are any: one compare an event).
+    passes: Vec<Pass>,
+}
+
+/// A deferred entry of the queue and the place in the run's order where it is queued
+/// for real (see [`Ctx::send_deferred`]).
+#[derive(Clone, Copy, Debug)]
+struct Pass {
+    /// The place, packed as the queue orders keys.
+    at: u128,
+    /// The entry's instant and priority, and its token.
+    time: Time,
+    priority: Priority,
+    token: EventToken,
 }
 
 impl<M> Kernel<M> {
@@ -154,6 +170,7 @@ impl<M> Kernel<M> {
             stats: RunStats::default(),
             stop: false,
             current: 0,
+            passes: Vec::new(),
         }
     }
 
@@ -348,6 +365,9 @@ impl<M> Kernel<M> {
             if budget == 0 {
                 break RunOutcome::EventLimit;
             }
+            if !self.passes.is_empty() {
+                self.pass(limit.until);
+            }
             let Some(entry) = self.queue.pop_due(limit.until) else {
                 break if self.queue.is_empty() {
                     RunOutcome::Idle
@@ -374,6 +394,26 @@ impl<M> Kernel<M> {
         self.stats.simulated = self.now;
         self.stats.wall += wall.elapsed();
         outcome
+    }
+
+    /// Queues for real every deferred entry whose place the run passes before its next
+    /// event (or, that event beyond `until`, by `until`): each takes the next sequence
+    /// number, as the event it was deferred for would have given it when handled there
+    /// (no event lies between that place and the next event, so no push either).
+    #[cold]
+    #[inline(never)]
+    fn pass(&mut self, until: Time) {
+        // The places packed, an instant is their high 64 bits.
+        let by = (u128::from(until.0) << 64) | u128::from(u64::MAX);
+        while let Some(&p) = self.passes.last() {
+            // A rekeyed entry may come before the next event: asked again each time.
+            let next = self.queue.peek_key().unwrap_or(u128::MAX);
+            if p.at >= next || p.at > by {
+                break;
+            }
+            self.passes.pop();
+            self.queue.rekey(p.token, p.time, p.priority);
+        }
     }
 
     /// Runs until idle or stopped.
@@ -537,6 +577,63 @@ impl<M> Ctx<'_, M> {
     #[must_use]
     pub fn next_sequence(&self) -> u64 {
         self.kernel.queue.next_sequence()
+    }
+
+    /// Takes the next sequence number without queueing anything, as a push would: the
+    /// place `EventKey { time, priority, sequence: ctx.reserve_sequence() }` is where an
+    /// event queued now at `time` with `priority` would stand, and every event queued
+    /// later at that time and priority comes after it. For a component that answers in
+    /// place of an event it does not queue, to mark that event's place (see
+    /// [`Ctx::send_deferred`]).
+    #[inline]
+    pub fn reserve_sequence(&mut self) -> u64 {
+        self.kernel.queue.reserve_sequence()
+    }
+
+    /// Queues `msg` for `to` on its edge `at` with `prio` as if it were pushed at the
+    /// place `pass` of the run's order, a place still to come (an event this component
+    /// does not queue would have stood there and sent `msg`; `pass` from
+    /// [`Ctx::reserve_sequence`]): until the run reaches `pass` the message sorts after
+    /// every event queued at its instant and priority, and then takes the next sequence
+    /// number, as that event's send would have. Messages deferred to one place are
+    /// queued in the order they were deferred. Returns the token that cancels it.
+    ///
+    /// `(at, prio)` must come after `pass` (a message lands at least a cycle after it is
+    /// sent), and `at` must be an edge of `to`'s domain.
+    pub fn send_deferred(
+        &mut self,
+        to: ComponentId,
+        at: Time,
+        prio: Priority,
+        msg: M,
+        pass: EventKey,
+    ) -> EventToken {
+        let k = &mut *self.kernel;
+        let place = crate::queue::pack(pass.time, pass.priority, pass.sequence);
+        debug_assert!(
+            place > k.current,
+            "a deferred send to a place already passed"
+        );
+        debug_assert!(
+            (at, prio) > (pass.time, pass.priority),
+            "a deferred message landing before its place"
+        );
+        debug_assert_eq!(
+            k.clock_of(to).edge_at_or_after(at),
+            at,
+            "a deferred message off its receiver's edge"
+        );
+        let token = k.queue.push_deferred(at, prio, to, msg);
+        let p = Pass {
+            at: place,
+            time: at,
+            priority: prio,
+            token,
+        };
+        // Latest place first; among equal places the one deferred first is last.
+        let i = k.passes.partition_point(|q| q.at > place);
+        k.passes.insert(i, p);
+        token
     }
 
     /// The component being run.

@@ -40,6 +40,15 @@ impl Priority {
 
 const SEQ_BITS: u32 = 56;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+/// The sequence number a deferred entry sorts by until it is rekeyed
+/// ([`EventQueue::push_deferred`]): above every one a push takes.
+const DEFERRED_SEQ: u64 = SEQ_MASK;
+
+/// The packed key of `(time, priority, seq)`: the queue's order is this integer's.
+#[inline(always)]
+pub(crate) fn pack(time: Time, priority: Priority, seq: u64) -> u128 {
+    (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq & SEQ_MASK)
+}
 
 /// One queued event: when, in which order, for whom, carrying what.
 #[derive(Debug)]
@@ -221,6 +230,26 @@ impl Keys {
         true
     }
 
+    /// Gives the entry of `slot` in the sorted array the key `key`, no larger than its
+    /// own, keeping the array sorted; whether it was there.
+    #[inline]
+    fn lower_near(&mut self, slot: u32, key: u128) -> bool {
+        let n = self.n;
+        let Some(mut i) = self.slots[..n].iter().rposition(|&k| k == slot) else {
+            return false;
+        };
+        debug_assert!(key <= self.keys[i], "a key lowered");
+        // Smaller keys lie towards the end: move it past the larger ones there.
+        while i + 1 < n && self.keys[i + 1] > key {
+            self.keys[i] = self.keys[i + 1];
+            self.slots[i] = self.slots[i + 1];
+            i += 1;
+        }
+        self.keys[i] = key;
+        self.slots[i] = slot;
+        true
+    }
+
     /// A push past the array (out of line: a run rarely has that many queued).
     #[cold]
     #[inline(never)]
@@ -366,6 +395,90 @@ impl<T> EventQueue<T> {
         EventToken { slot, seq }
     }
 
+    /// Queues `item` for `to` at `time` with `priority` as a *deferred* entry: it sorts
+    /// after every event queued at that time and priority until [`EventQueue::rekey`]
+    /// gives it the next sequence number (its token's sequence is drawn as a push's,
+    /// so it names this entry alone). The kernel rekeys it where the run passes the
+    /// place it stands for ([`crate::Ctx::send_deferred`]).
+    ///
+    /// # Panics
+    /// With 2^32 events queued at once (far beyond any run's memory).
+    pub fn push_deferred(
+        &mut self,
+        time: Time,
+        priority: Priority,
+        to: ComponentId,
+        item: T,
+    ) -> EventToken {
+        let (_, seq) = self.next_key(time, priority);
+        self.push_keyed(pack(time, priority, DEFERRED_SEQ), seq, to, item)
+    }
+
+    /// Gives the queued entry of `token` (at `time` with `priority`, as it was queued)
+    /// the next sequence number, as if it were pushed now: the same as cancelling it and
+    /// pushing its payload again, the payload kept. A token that no longer names a
+    /// queued event is ignored (`None`).
+    pub fn rekey(
+        &mut self,
+        token: EventToken,
+        time: Time,
+        priority: Priority,
+    ) -> Option<EventToken> {
+        let c = self.slab.get(token.slot as usize)?;
+        if c.seq != token.seq || c.item.is_none() {
+            return None;
+        }
+        let (key, seq) = self.next_key(time, priority);
+        if self.heap.lower_near(token.slot, key) {
+            if let Some(c) = self.slab.get_mut(token.slot as usize) {
+                c.seq = seq;
+            }
+            return Some(EventToken {
+                slot: token.slot,
+                seq,
+            });
+        }
+        // In the heap: its entry stays behind as a cancelled one, the payload moves to a
+        // new slot under the new key.
+        let c = self.slab.get_mut(token.slot as usize)?;
+        let (to, item) = (c.to, c.item.take()?);
+        self.cancelled += 1;
+        let t = self.push_keyed(key, seq, to, item);
+        self.purge();
+        Some(t)
+    }
+
+    /// The smallest queued key, packed (see [`Entry::packed_key`]).
+    #[inline]
+    pub(crate) fn peek_key(&self) -> Option<u128> {
+        self.heap.peek().map(|k| k.key)
+    }
+
+    /// Queues `item` for `to` under `key`, its slot holding sequence number `seq` (the
+    /// token's): [`EventQueue::push_token`]'s work for a deferred entry (out of line,
+    /// so that the common push keeps its code as it was).
+    #[inline(never)]
+    fn push_keyed(&mut self, key: u128, seq: u64, to: ComponentId, item: T) -> EventToken {
+        // A free slot's payload is `None` (taken or dropped): its fields are written in
+        // place, the payload moved once (known to overwrite a `None`, nothing is dropped
+        // first, so nothing has to be kept aside).
+        let s = self.free;
+        let slot = match self.slab.get_mut(s as usize) {
+            Some(c) if c.item.is_none() => {
+                self.free = c.next_free;
+                c.seq = seq;
+                c.to = to;
+                c.item = Some(item);
+                s
+            }
+            Some(_) => unreachable!("a free slot's payload is taken or dropped"),
+            // `NO_SLOT` is past the slab (it holds fewer than 2^32 - 1 slots: `grow`).
+            None => self.grow(seq, to, item),
+        };
+        self.heap.push(Keyed { key, slot });
+        EventToken { slot, seq }
+    }
+
     /// The key of an event queued now at `time` with `priority`, and its sequence
     /// number (taken).
     #[inline(always)]
@@ -373,9 +486,15 @@ impl<T> EventQueue<T> {
         let seq = self.next_seq & SEQ_MASK;
         // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
         self.next_seq = self.next_seq.wrapping_add(1);
-        let key =
-            (u128::from(time.0) << 64) | (u128::from(priority.0) << SEQ_BITS) | u128::from(seq);
-        (key, seq)
+        (pack(time, priority, seq), seq)
+    }
+
+    /// Takes the next sequence number without queueing anything (see
+    /// [`crate::Ctx::reserve_sequence`]).
+    pub fn reserve_sequence(&mut self) -> u64 {
+        let seq = self.next_seq & SEQ_MASK;
+        self.next_seq = self.next_seq.wrapping_add(1);
+        seq
     }
 
     /// A new slot for an event when none is free (out of line: only while the slab grows
@@ -605,6 +724,32 @@ mod tests {
         assert!(q.cancel(c));
         assert!(q.is_empty());
         assert!(q.pop().is_none());
+    }
+
+    /// A deferred entry sorts after every entry of its instant and priority until it is
+    /// rekeyed, then as a push made then, in the sorted array and in the heap alike.
+    #[test]
+    fn a_deferred_entry_sorts_last_until_rekeyed_then_as_a_push_then() {
+        for filler in [0u64, 40] {
+            let mut q = EventQueue::new();
+            // Fillers at a later instant push the entries below into the heap.
+            for i in 0..filler {
+                q.push(Time(100), Priority::NORMAL, TO, 1000 + i);
+            }
+            let d = q.push_deferred(Time(5), Priority::NORMAL, TO, 1);
+            q.push(Time(5), Priority::NORMAL, TO, 2);
+            let t = q.rekey(d, Time(5), Priority::NORMAL).expect("still queued");
+            q.push(Time(5), Priority::NORMAL, TO, 3);
+            let e = q.push_deferred(Time(5), Priority::NORMAL, TO, 4);
+            q.push(Time(5), Priority::NORMAL, TO, 5);
+            assert_eq!(q.rekey(d, Time(5), Priority::NORMAL), None, "an old token");
+            let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|x| x.item))
+                .take_while(|&i| i < 1000)
+                .collect();
+            assert_eq!(order, vec![2, 1, 3, 5, 4], "filler {filler}");
+            assert!(!q.cancel(t), "popped");
+            assert!(!q.cancel(e), "popped");
+        }
     }
 
     proptest! {
