@@ -17,7 +17,11 @@
 //! - Jobs run in arrival order; a failed burst (master or target abort) ends its job
 //!   with the error, bytes before it counted.
 //!
-//! The component is clocked by the PCI domain of its bus.
+//! The component is clocked by the PCI domain of its bus. In untraced fast stepping a
+//! system may fold it into its bus instead (`PciBus::fold_dma_master`, `bus/dma_fold.rs`):
+//! the same logic runs there, its requests queued at the bus and its completions taken
+//! without the two messages between them. Its effects go through a `DmaPort`, which
+//! the component's handler and the fold implement.
 
 use crate::error::MemError;
 use crate::memory::PAGE_SIZE;
@@ -27,8 +31,46 @@ use crate::msg::{
 };
 use crate::page_table::{check_page_list, PhysSegment};
 use crate::params::{BusWidth, DmaParams};
-use sim_kernel::{ComponentId, Ctx, Fsm, StateName, Time};
+use sim_kernel::{ComponentId, Ctx, Fsm, StateName, Time, TransitionSink};
 use std::collections::VecDeque;
+
+/// Where a DMA master's effects go: the kernel, when it is a component of its own
+/// ([`DmaMaster::handle`]), or its bus, when folded into it (`bus/dma_fold.rs`).
+pub(crate) trait DmaPort: TransitionSink {
+    /// The instant the input being handled arrives at the DMA master.
+    fn now(&self) -> Time;
+    /// Sends `req` to the bus (landing one bus clock later).
+    fn request(&mut self, bus: ComponentId, req: BusRequest);
+    /// Sends `done` to `to` (landing one of its clocks later).
+    fn done(&mut self, to: ComponentId, done: DmaDone);
+}
+
+/// The port of a DMA master that is a component: messages through the kernel.
+struct CtxPort<'a, 'b, M>(&'a mut Ctx<'b, M>);
+
+impl<M> TransitionSink for CtxPort<'_, '_, M> {
+    fn record_transition(&mut self, machine: &'static str, from: &'static str, to: &'static str) {
+        self.0.record_transition(machine, from, to);
+    }
+
+    fn records_transitions(&self) -> bool {
+        self.0.records_transitions()
+    }
+}
+
+impl<M: From<PciMsg>> DmaPort for CtxPort<'_, '_, M> {
+    fn now(&self) -> Time {
+        self.0.now()
+    }
+
+    fn request(&mut self, bus: ComponentId, req: BusRequest) {
+        self.0.send(bus, PciMsg::Request(req).into());
+    }
+
+    fn done(&mut self, to: ComponentId, done: DmaDone) {
+        self.0.send(to, PciMsg::DmaDone(done).into());
+    }
+}
 
 /// Whether the DMA master has work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -316,11 +358,18 @@ impl DmaMaster {
         self.fsm.state() == DmaState::Busy
     }
 
+    /// The master id it has on its bus.
+    #[must_use]
+    pub fn master(&self) -> MasterId {
+        self.master
+    }
+
     /// Handles one message.
     pub fn handle<M: From<PciMsg>>(&mut self, msg: PciMsg, ctx: &mut Ctx<'_, M>) {
+        let port = &mut CtxPort(ctx);
         match msg {
-            PciMsg::DmaStart(job) => self.start(job, ctx),
-            PciMsg::TransactionDone(done) => self.burst_done(done, ctx),
+            PciMsg::DmaStart(job) => self.start(job, port),
+            PciMsg::TransactionDone(done) => self.burst_done(done, port),
             PciMsg::Tick { .. }
             | PciMsg::WatchedWrite { .. }
             | PciMsg::Request(_)
@@ -340,7 +389,8 @@ impl DmaMaster {
         }
     }
 
-    fn start<M: From<PciMsg>>(&mut self, job: DmaJob, ctx: &mut Ctx<'_, M>) {
+    /// A job arrives: its first bursts go to the bus.
+    pub(crate) fn start<P: DmaPort>(&mut self, job: DmaJob, ctx: &mut P) {
         let now = ctx.now();
         let (write, data, len) = match job.direction {
             DmaDirection::Read { len } => (false, Vec::new(), len),
@@ -363,7 +413,7 @@ impl DmaMaster {
                     start: now,
                     end: now,
                 };
-                ctx.send(job.reply_to, PciMsg::DmaDone(done).into());
+                ctx.done(job.reply_to, done);
                 return;
             }
         };
@@ -392,7 +442,8 @@ impl DmaMaster {
         self.pump(ctx);
     }
 
-    fn burst_done<M: From<PciMsg>>(&mut self, mut done: TransactionDone, ctx: &mut Ctx<'_, M>) {
+    /// A burst's completion arrives: finished jobs are reported, more bursts go out.
+    pub(crate) fn burst_done<P: DmaPort>(&mut self, mut done: TransactionDone, ctx: &mut P) {
         let Some(pos) = self.in_flight.iter().position(|f| f.bus_tag == done.tag) else {
             tracing::warn!(target: "pci::dma", tag = done.tag, "completion of an unknown burst dropped");
             self.stats.unknown_completions += 1;
@@ -435,7 +486,7 @@ impl DmaMaster {
     }
 
     /// Reports the jobs at the front that are over.
-    fn finish_jobs<M: From<PciMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+    fn finish_jobs<P: DmaPort>(&mut self, ctx: &mut P) {
         while let Some(job) = self.jobs.front() {
             let failed = job.status != DmaStatus::Ok;
             let all_issued = job.issued == job.bursts.len() || failed;
@@ -469,7 +520,7 @@ impl DmaMaster {
                 start: job.start,
                 end: job.end,
             };
-            ctx.send(job.reply_to, PciMsg::DmaDone(done).into());
+            ctx.done(job.reply_to, done);
         }
         if self.jobs.is_empty() {
             self.fsm.set(DmaState::Idle, ctx);
@@ -477,7 +528,7 @@ impl DmaMaster {
     }
 
     /// Queues bursts at the bus up to `max_outstanding`.
-    fn pump<M: From<PciMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+    fn pump<P: DmaPort>(&mut self, ctx: &mut P) {
         while self.in_flight.len() < self.params.max_outstanding {
             let Some(job) = self
                 .jobs
@@ -535,7 +586,7 @@ impl DmaMaster {
                 len: b.len,
                 data,
             };
-            ctx.send(self.bus, PciMsg::Request(req).into());
+            ctx.request(self.bus, req);
         }
     }
 }

@@ -59,7 +59,11 @@ fn main() {
             ),
             Comp::Att(_, a) => println!("{name}: {:?} state {:?}", a.stats(), a.state()),
             Comp::AttPort(_, p) => println!("{name}: jobs {} unexpected {}", p.jobs, p.unexpected),
-            Comp::Dma(_, d) => println!("{name}: busy {} {:?}", d.busy(), d.stats()),
+            Comp::Dma(n, _) | Comp::FoldedDma(n) => {
+                if let Some(d) = sys.dma(*n) {
+                    println!("{name}: busy {} {:?}", d.busy(), d.stats());
+                }
+            }
             Comp::Gec(_, g) => println!("{name}: {:?}", g.stats()),
             Comp::MacBus(_, m) => println!("{name}: {:?}", m.stats()),
             Comp::MacSide(_, m) => println!("{name}: {:?}", m.stats()),

@@ -86,7 +86,8 @@ fn observe_system(sys: &System, records: Vec<String>, one_way_ps: u64) -> Observ
         .filter_map(|(_, c)| match c {
             Comp::Cpu(_, c) => Some(format!("{:?}", c.stats())),
             Comp::Engine(_, e) => Some(format!("{:?}", e.stats())),
-            Comp::Dma(_, d) => Some(format!("{:?}", d.stats())),
+            // A component, or run by its system bus (untraced fast stepping).
+            Comp::Dma(n, _) | Comp::FoldedDma(n) => sys.dma(*n).map(|d| format!("{:?}", d.stats())),
             Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => Some(format!("{:?}", b.stats())),
             // With the reads its local bus answered from the buffer RAM for it.
             Comp::Gec(n, _) => sys.gec_stats(*n).map(|s| format!("{s:?}")),
@@ -141,6 +142,9 @@ struct Skew {
     /// stepping up to it and without a new wake-up, not only those behind another of
     /// their master's (untraced, on either bus).
     defer_any: bool,
+    /// The requests of the DMA master folded into its system bus (untraced) landing
+    /// this many clocks late.
+    dma_fold: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -162,6 +166,7 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
             if skew.defer_any {
                 b.set_deferral(Deferral::Any);
             }
+            b.set_dma_fold_skew_clocks(skew.dma_fold);
         }
     }
 }
@@ -415,6 +420,21 @@ fn a_request_deferred_though_not_behind_another_is_caught() {
     assert!(
         caught(&cfg, 4096, skew),
         "requests deferred without a new wake-up went unnoticed"
+    );
+}
+
+/// The card's DMA master folded into its system bus (untraced fast stepping) with its
+/// requests landing one clock late is caught.
+#[test]
+fn a_folded_dma_master_one_clock_late_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        dma_fold: 1,
+        ..Skew::default()
+    };
+    assert!(
+        caught(&cfg, 1460, skew),
+        "a folded DMA master's requests one clock late went unnoticed"
     );
 }
 

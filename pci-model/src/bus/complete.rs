@@ -325,7 +325,11 @@ impl PciBus {
                     start: q.start.unwrap_or(t_end),
                     end: t_end,
                 };
-                self.emit(ctx, component, t_end, PciMsg::TransactionDone(done));
+                if self.folds_master(m) {
+                    self.dma_completion(done, t_end, ctx);
+                } else {
+                    self.emit(ctx, component, t_end, PciMsg::TransactionDone(done));
+                }
             }
             Reply::CpuRead(reply_to) => {
                 let data = if status == TxnStatus::Ok {
@@ -389,5 +393,24 @@ impl PciBus {
             self.now_clk
         );
         ctx.send_at(to, at, msg.into());
+    }
+
+    /// [`PciBus::emit`] for a message that lands at `at` (an edge of `to`'s domain) with
+    /// normal priority, deferred to the place `pass` of the run's order
+    /// ([`Ctx::send_deferred`]).
+    pub(super) fn emit_deferred<M: From<PciMsg>>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        to: ComponentId,
+        at: Time,
+        msg: PciMsg,
+        pass: sim_kernel::EventKey,
+    ) {
+        #[cfg(debug_assertions)]
+        if let Some(out) = self.capture.as_mut() {
+            out.push((to, at, msg));
+            return;
+        }
+        ctx.send_deferred(to, at, sim_kernel::Priority::NORMAL, msg.into(), pass);
     }
 }

@@ -1,6 +1,7 @@
 //! Messages into the bus: master requests (validated and queued: REQ# from the clock
 //! they land), device read answers, and the CPU's accesses to the host bridge (posted
 //! writes acknowledged at once while the bridge has room, reads queued behind them).
+//! (A folded DMA master's jobs are taken in `dma_fold.rs`.)
 
 use super::{DeviceReply, PciBus, Queued, Reply};
 use crate::bridge::WaitingCpuWrite;

@@ -42,6 +42,7 @@
 pub(crate) mod arbiter;
 mod bulk;
 mod complete;
+mod dma_fold;
 mod fold;
 pub mod fsm;
 mod inputs;
@@ -273,6 +274,11 @@ pub struct PciBus {
     /// Which requests are queued without stepping up to them (see
     /// [`PciBus::set_deferral`]); [`Deferral::Behind`] in every real run.
     deferral: Deferral,
+    /// The DMA master folded into the bus (`dma_fold.rs`), if any.
+    folded_dma: Option<Box<dma_fold::FoldedDma>>,
+    /// Test hook: clocks a folded DMA master's requests land late (see
+    /// [`PciBus::set_dma_fold_skew_clocks`]); 0 in every real run.
+    dma_fold_skew: u64,
     /// Debug checks' copies of the bus: their outputs, collected instead of sent.
     #[cfg(debug_assertions)]
     capture: Option<Vec<Captured>>,
@@ -341,6 +347,8 @@ impl PciBus {
             lazy_commit_skew: 0,
             whole_skew: 0,
             deferral: Deferral::Behind,
+            folded_dma: None,
+            dma_fold_skew: 0,
             #[cfg(debug_assertions)]
             capture: None,
             stats: BusStats::default(),
@@ -658,6 +666,14 @@ impl PciBus {
                     self.ensure_tick(next, ctx);
                 }
             }
+            PciMsg::DmaStart(job) if self.folded_dma.is_some() => {
+                // The folded DMA master takes the job (`dma_fold.rs`); the bus is
+                // stepped, and its wake-up computed again, only when a burst or a report
+                // goes out.
+                if let Some(behind) = self.dma_start(job, now, ctx, &mut mem) {
+                    self.fold_wake(now, behind, ctx);
+                }
+            }
             other => {
                 // A request behind another of its master's, with a wake-up queued
                 // (untraced fast stepping): queued without stepping up to it. The clocks
@@ -683,11 +699,7 @@ impl PciBus {
                 // stepping, which never takes this path; moving a deferred request's
                 // arrival back to the first clock not yet stepped changes no result of
                 // `tools/exact-vs-fast.sh` either (measured, 28 November 2026).
-                if self.tick.is_some()
-                    && self.params.stepping == Stepping::FastForward
-                    && !ctx.tracing()
-                    && matches!(&other, PciMsg::Request(r) if self.defers(r))
-                {
+                if matches!(&other, PciMsg::Request(r) if self.defers(r.master, ctx.tracing())) {
                     self.accept(other, now, ctx);
                     return;
                 }
@@ -801,7 +813,7 @@ impl PciBus {
     /// `Request` (a master without a component is refused in `enqueue_request`), and is
     /// excluded here all the same. Guarded as every untraced bound is: `emit`'s debug
     /// assertion that no output is stepped late, the PCI proptests, lockstep.
-    fn lands_behind(&self, m: MasterId) -> bool {
+    pub(super) fn lands_behind(&self, m: MasterId) -> bool {
         let m = usize::from(m.0);
         if self.master_components.get(m).copied().flatten().is_none() {
             return false;
@@ -812,14 +824,18 @@ impl PciBus {
             .is_some_and(|p| p.queue.len() >= if owner { 2 } else { 1 })
     }
 
-    /// Whether request `r`, landing while a wake-up is queued (untraced fast stepping),
-    /// is queued without stepping the bus up to it (see [`PciBus::set_deferral`]).
-    fn defers(&self, r: &BusRequest) -> bool {
-        match self.deferral {
-            Deferral::Never => false,
-            Deferral::Behind => self.lands_behind(r.master),
-            Deferral::Any => true,
-        }
+    /// Whether a request of master `m` landing now is queued without stepping the bus
+    /// up to it (see [`PciBus::set_deferral`]): in untraced fast stepping, with a
+    /// wake-up queued.
+    fn defers(&self, m: MasterId, tracing: bool) -> bool {
+        self.tick.is_some()
+            && self.params.stepping == Stepping::FastForward
+            && !tracing
+            && match self.deferral {
+                Deferral::Never => false,
+                Deferral::Behind => self.lands_behind(m),
+                Deferral::Any => true,
+            }
     }
 
     /// Idle bus, nothing queued, GNT# stable: stepping changes nothing but idle counts.
@@ -853,7 +869,7 @@ impl PciBus {
     }
 
     /// The first clock whose edge is at or after `t`.
-    fn clock_at(&self, t: Time) -> u64 {
+    pub(super) fn clock_at(&self, t: Time) -> u64 {
         let since = t.as_ps().saturating_sub(self.phase_ps);
         since.div_ceil(self.period_ps.max(1))
     }

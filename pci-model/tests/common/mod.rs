@@ -145,6 +145,22 @@ impl Sys {
         }
     }
 
+    /// A DMA master folded into the bus (`PciBus::fold_dma_master`): its `DmaStart`s go
+    /// to the bus. Returns the id of a probe in its place (registered as the master's
+    /// component; it must receive nothing) and its master id.
+    pub fn dma_folded(&mut self, params: DmaParams) -> (ComponentId, MasterId) {
+        let bus = self.bus;
+        let width = self.bus().params().width;
+        let id = self.probe("dma", false);
+        let b = self.w.bus_mut(bus).unwrap();
+        let m = b
+            .add_master(DmaMaster::master_config("dma", id, &params))
+            .unwrap();
+        b.fold_dma_master(DmaMaster::new(params, bus, m, width))
+            .unwrap();
+        (id, m)
+    }
+
     /// Settles the bus where per-clock stepping stands after a run stopped at `until`
     /// (`PciBus::settle`), as a system's run end does.
     pub fn settle(&mut self, until: Time) {

@@ -60,6 +60,11 @@ pub fn of_system(sys: &System) -> Vec<Counter> {
                 }
             }
             Comp::Dma(n, d) => collect::dma(&mut out, &format!("n{n}.card.dma"), d.stats()),
+            Comp::FoldedDma(n) => {
+                if let Some(d) = sys.dma(*n) {
+                    collect::dma(&mut out, &format!("n{n}.card.dma"), d.stats());
+                }
+            }
             Comp::Engine(n, e) => {
                 let p = format!("n{n}.card.engine");
                 collect::engine(&mut out, &p, &e.stats());

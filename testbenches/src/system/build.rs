@@ -228,6 +228,16 @@ impl System {
             )
             .map_err(model("card.pci_target"))?;
             let dma = DmaMaster::new(dma_params, id.system_bus, dma_master, sys_params.width);
+            // Untraced fast stepping runs the DMA master inside its bus (`PciBus::
+            // fold_dma_master`): no Request and TransactionDone messages between them;
+            // `DmaStart` goes to the bus.
+            let dma_fold = !trace && cfg.sim.stepping == crate::config::SimStepping::Fast;
+            let (dma, dma_port) = if dma_fold {
+                sys.fold_dma_master(dma).map_err(model("card.dma"))?;
+                (None, id.system_bus)
+            } else {
+                (Some(dma), id.dma)
+            };
 
             // Local bus: the GEC (master + buffer RAM target), the DP83820 (master + registers).
             let mut local = PciBus::new(local_params.clone()).map_err(model("pci.local"))?;
@@ -284,7 +294,7 @@ impl System {
             }
             let ports = EnginePorts {
                 bus: id.system_bus,
-                dma: id.dma,
+                dma: dma_port,
                 att: id.att,
                 gec: id.gec,
             };
@@ -331,7 +341,13 @@ impl System {
             // Registration order must match `NodeIds`.
             world.place(id.cpu, Comp::Cpu(n, Box::new(cpu)));
             world.place(id.system_bus, Comp::SystemBus(n, Box::new(sys)));
-            world.place(id.dma, Comp::Dma(n, Box::new(dma)));
+            world.place(
+                id.dma,
+                match dma {
+                    Some(dma) => Comp::Dma(n, Box::new(dma)),
+                    None => Comp::FoldedDma(n),
+                },
+            );
             world.place(id.engine, Comp::Engine(n, Box::new(engine)));
             world.place(id.att, Comp::Att(n, Box::new(att)));
             world.place(id.gec, Comp::Gec(n, Box::new(gec)));
@@ -340,7 +356,7 @@ impl System {
             world.place(id.mac_side, Comp::MacSide(n, Box::new(mac_side)));
             world.place(
                 id.att_port,
-                Comp::AttPort(n, Box::new(HostTablePort::new(id.dma))),
+                Comp::AttPort(n, Box::new(HostTablePort::new(dma_port))),
             );
 
             let seed = cfg.sim.seed ^ ((n as u64 + 1) << 48);
@@ -492,6 +508,7 @@ impl System {
                     Comp::Cpu(_, c) => c.stats().wrong_inputs,
                     Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => b.stats().wrong_inputs,
                     Comp::Dma(_, d) => d.stats().wrong_inputs,
+                    Comp::FoldedDma(_) => 0,
                     Comp::Engine(_, e) => e.stats().wrong_inputs,
                     Comp::Att(_, a) => a.stats().wrong_inputs,
                     Comp::Gec(_, g) => g.stats().wrong_inputs,

@@ -1,10 +1,12 @@
 //! Counters of a component that another one keeps part of: the GEC's local-bus reads,
 //! which the local bus answers from the buffer RAM on its behalf in untraced fast
-//! stepping (the GEC read fold, `pci_model::ram_fold`).
+//! stepping (the GEC read fold, `pci_model::ram_fold`), and the card's DMA master, which
+//! the system bus runs then (`PciBus::fold_dma_master`).
 
 use super::build::System;
 use super::world::Comp;
 use gige_mac::gec::GecStats;
+use pci_model::DmaMaster;
 
 impl System {
     /// The GEC's counters of node `n` with the local-bus reads the bus answered from
@@ -23,5 +25,17 @@ impl System {
             s.target_errors += folded.aborts;
         }
         Some(s)
+    }
+
+    /// The card DMA master of node `n`: its component, or the one its system bus runs
+    /// (untraced fast stepping, `PciBus::fold_dma_master`).
+    #[must_use]
+    pub fn dma(&self, n: usize) -> Option<&DmaMaster> {
+        let ids = self.nodes.get(n)?;
+        match self.world.get(ids.dma) {
+            Some(Comp::Dma(_, d)) => Some(d),
+            Some(Comp::FoldedDma(_)) => self.system_bus(n)?.folded_dma(),
+            _ => None,
+        }
     }
 }

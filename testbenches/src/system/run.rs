@@ -199,6 +199,7 @@ impl System {
         self.world.iter().fold(0u64, |sum, (_, c)| {
             let n = match c {
                 Comp::Dma(_, d) => d.stats().jobs,
+                Comp::FoldedDma(n) => self.dma(*n).map_or(0, |d| d.stats().jobs),
                 Comp::Engine(_, e) => {
                     let s = e.stats();
                     s.doorbells
@@ -289,6 +290,10 @@ impl System {
                     a.stats().bit_flips,
                 )],
                 Comp::Dma(_, d) => vec![("failed DMA jobs", d.stats().failed_jobs)],
+                Comp::FoldedDma(n) => vec![(
+                    "failed DMA jobs",
+                    self.dma(*n).map_or(0, |d| d.stats().failed_jobs),
+                )],
                 _ => Vec::new(),
             };
             let text: Vec<String> = counts

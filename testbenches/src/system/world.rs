@@ -63,6 +63,9 @@ pub enum Comp {
     SystemBus(usize, Box<PciBus>),
     /// The card's DMA master on the system bus.
     Dma(usize, Box<DmaMaster>),
+    /// The DMA master's place when it runs inside the system bus (untraced fast
+    /// stepping, `PciBus::fold_dma_master`): it takes no message.
+    FoldedDma(usize),
     /// The VIA protocol engine (doorbells, VI manager, TX/RX paths, BAR0 target).
     Engine(usize, Box<Engine>),
     /// The ATT manager and card SDRAM.
