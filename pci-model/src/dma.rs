@@ -41,8 +41,14 @@ pub(crate) trait DmaPort: TransitionSink {
     fn now(&self) -> Time;
     /// Sends `req` to the bus (landing one bus clock later).
     fn request(&mut self, bus: ComponentId, req: BusRequest);
-    /// Sends `done` to `to` (landing one of its clocks later).
+    /// Sends `done` to `to` (landing one of its clocks later): the report of a job,
+    /// in the order the jobs came.
     fn done(&mut self, to: ComponentId, done: DmaDone);
+    /// Sends `done` to `to` at once, as [`DmaPort::done`] does: a job refused when it
+    /// arrives, reported outside the order of the jobs in flight (its page list is bad).
+    fn refused(&mut self, to: ComponentId, done: DmaDone) {
+        self.done(to, done);
+    }
 }
 
 /// The port of a DMA master that is a component: messages through the kernel.
@@ -413,7 +419,7 @@ impl DmaMaster {
                     start: now,
                     end: now,
                 };
-                ctx.done(job.reply_to, done);
+                ctx.refused(job.reply_to, done);
                 return;
             }
         };

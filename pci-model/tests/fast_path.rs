@@ -44,7 +44,7 @@ struct Outcome {
 }
 
 fn scenario(seed: u64, stepping: Stepping, trace: bool) -> Outcome {
-    run_cut(seed, stepping, trace, None, true, Jobs::Three, None)
+    run_cut(seed, stepping, trace, None, true, Jobs::Four, None)
 }
 
 /// [`scenario`] untraced with the DMA master folded into the bus (its `DmaStart`s posted
@@ -57,7 +57,7 @@ fn folded(seed: u64, skew: u64) -> Outcome {
         false,
         None,
         true,
-        Jobs::Three,
+        Jobs::Four,
         Some(skew),
     )
 }
@@ -65,11 +65,12 @@ fn folded(seed: u64, skew: u64) -> Outcome {
 /// The DMA jobs of a scenario.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Jobs {
-    /// The first job alone: the scenarios as they were before the other two were added
+    /// The first job alone: the scenarios as they were before the others were added
     /// (a seed draws the same other traffic either way).
     One,
-    /// The first job, a second over part of its buffer and one of no bytes.
-    Three,
+    /// The first job, a second over part of its buffer, one of no bytes and one whose
+    /// page list does not cover it.
+    Four,
 }
 
 /// Where a run stops: an instant, or a bus clock's edge.
@@ -120,7 +121,7 @@ fn run_cut(
     // or held), drawn from a stream of its own so that the draws below stay the seed's.
     let max_outstanding = match jobs {
         Jobs::One => DmaParams::default().max_outstanding,
-        Jobs::Three => 1 + SplitMix64::derive(seed, "max_outstanding").below(2) as usize,
+        Jobs::Four => 1 + SplitMix64::derive(seed, "max_outstanding").below(2) as usize,
     };
     let dma_params = DmaParams {
         burst_bytes: [64, 100, 512, 4096][r.below(4) as usize],
@@ -254,11 +255,12 @@ fn run_cut(
     // Two more DMA jobs (drawn after everything above, so a seed's other traffic is
     // what it was without them): a second over part of the first's buffer, read or
     // write, in the same window as the first (the master takes jobs in arrival order:
-    // it runs behind the first or ahead of it), and a job of no bytes (the master
-    // reports it without a burst: at once when it is first in line, else when the jobs
-    // before it are done).
+    // it runs behind the first or ahead of it), a job of no bytes (the master reports
+    // it without a burst: at once when it is first in line, else when the jobs before
+    // it are done), and a job whose page list does not cover it (refused at once, in
+    // or out of the order of the jobs in flight).
     let mut job_bytes = vec![len];
-    if jobs == Jobs::Three {
+    if jobs == Jobs::Four {
         let off = r.below(len);
         let n2 = 1 + r.below(len - off);
         let direction = if r.below(2) == 0 {
@@ -286,6 +288,16 @@ fn run_cut(
                 tag: 3,
                 reply_to: engine,
                 direction: DmaDirection::Read { len: 0 },
+                pages: Vec::new(),
+            }),
+        );
+        s.k.post(
+            dma,
+            Time(r.below(600_000)),
+            PciMsg::DmaStart(DmaJob {
+                tag: 4,
+                reply_to: engine,
+                direction: DmaDirection::Read { len: 64 },
                 pages: Vec::new(),
             }),
         );
@@ -369,7 +381,8 @@ proptest! {
         prop_assert_eq!(&slow.dma, &folded.dma);
         // Everything that was asked for ended (engine: one DmaDone per job, each whole,
         // the job of no bytes without a burst; raw master: one TransactionDone per
-        // request), and the DMA counters compared above count all three jobs.
+        // request; the job with a bad page list refused), and the DMA counters compared
+        // above count all four jobs.
         let mut dones: Vec<_> = slow.received[0]
             .iter()
             .filter_map(|(_, m)| match m {
@@ -379,13 +392,14 @@ proptest! {
             .collect();
         prop_assert_eq!(dones.len(), slow.received[0].len());
         dones.sort_by_key(|d| d.tag);
-        prop_assert_eq!(dones.iter().map(|d| d.tag).collect::<Vec<_>>(), vec![1, 2, 3]);
+        prop_assert_eq!(dones.iter().map(|d| d.tag).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
         for (d, &want) in dones.iter().zip(&slow.job_bytes) {
             prop_assert_eq!((&d.status, d.bytes), (&DmaStatus::Ok, want), "job {}", d.tag);
         }
         prop_assert_eq!(dones[2].bursts, 0);
-        prop_assert_eq!(slow.dma.jobs, 3);
-        prop_assert_eq!(slow.dma.failed_jobs, 0);
+        prop_assert!(matches!(dones[3].status, DmaStatus::BadPageList(_)));
+        prop_assert_eq!(slow.dma.jobs, 4);
+        prop_assert_eq!(slow.dma.failed_jobs, 1);
         prop_assert_eq!(
             slow.dma.bytes_read + slow.dma.bytes_written,
             slow.job_bytes.iter().sum::<u64>()
@@ -413,9 +427,9 @@ proptest! {
         on_edge in any::<bool>(),
     ) {
         let cut = Some(if on_edge { Cut::Edge(at / 10) } else { Cut::Ps(at * 1000) });
-        let slow = run_cut(seed, Stepping::PerClock, true, cut, true, Jobs::Three, None);
+        let slow = run_cut(seed, Stepping::PerClock, true, cut, true, Jobs::Four, None);
         for trace in [true, false] {
-            let fast = run_cut(seed, Stepping::FastForward, trace, cut, true, Jobs::Three, None);
+            let fast = run_cut(seed, Stepping::FastForward, trace, cut, true, Jobs::Four, None);
             prop_assert_eq!(&slow.stats, &fast.stats, "trace {}", trace);
             prop_assert_eq!(&slow.log, &fast.log);
             prop_assert_eq!(&slow.received, &fast.received);
@@ -424,7 +438,7 @@ proptest! {
         // The DMA master folded into the bus: the same bus counters, log and messages
         // (its own counters may be a completion ahead at a stop inside the clock before
         // the reference's master would get it: `settle.rs`).
-        let folded = run_cut(seed, Stepping::FastForward, false, cut, true, Jobs::Three, Some(0));
+        let folded = run_cut(seed, Stepping::FastForward, false, cut, true, Jobs::Four, Some(0));
         prop_assert_eq!(&slow.stats, &folded.stats, "folded");
         prop_assert_eq!(&slow.log, &folded.log);
         prop_assert_eq!(&slow.received, &folded.received);
@@ -437,14 +451,14 @@ proptest! {
 fn an_unsettled_bus_lags_at_some_stop() {
     let lags = (0..40u64).any(|seed| {
         let cut = Some(Cut::Ps(5_000_000 + seed * 777_000));
-        let slow = run_cut(seed, Stepping::PerClock, true, cut, true, Jobs::Three, None);
+        let slow = run_cut(seed, Stepping::PerClock, true, cut, true, Jobs::Four, None);
         let fast = run_cut(
             seed,
             Stepping::FastForward,
             false,
             cut,
             false,
-            Jobs::Three,
+            Jobs::Four,
             None,
         );
         slow.stats != fast.stats

@@ -12,7 +12,8 @@
 //! - a component runs only when a message (or the wake-up it asked for) arrives: there is
 //!   no global tick;
 //! - events at one instant run in (priority, insertion) order, so a run is a pure
-//!   function of its inputs.
+//!   function of its inputs; a message sent in place of an event that is not queued can
+//!   take the insertion order that event's send would have had ([`Ctx::send_deferred`]).
 //!
 //! ```text
 //!  World::deliver(to, msg, ctx) --ctx.send(peer, m)--> queue (time, prio, seq) --pop--+
@@ -596,7 +597,9 @@ impl<M> Ctx<'_, M> {
     /// [`Ctx::reserve_sequence`]): until the run reaches `pass` the message sorts after
     /// every event queued at its instant and priority, and then takes the next sequence
     /// number, as that event's send would have. Messages deferred to one place are
-    /// queued in the order they were deferred. Returns the token that cancels it.
+    /// queued in the order they were deferred. Returns the token that cancels it until
+    /// the run passes `pass` (the message then takes a new place in the queue, and the
+    /// token names it no more).
     ///
     /// `(at, prio)` must come after `pass` (a message lands at least a cycle after it is
     /// sent), and `at` must be an edge of `to`'s domain.

@@ -1,13 +1,15 @@
 //! `Ctx::send_deferred`: a message queued as if an event that is not queued sent it
 //! where it would have stood. A run in which components relay messages through wake-ups
 //! of their own (the reference) and the same run in which each relay is a deferred send
-//! instead deliver every other message at the same instant and in the same order, also
-//! when runs stop at time limits and resume; a deferred message given the wrong place
-//! is caught.
+//! instead deliver every other message at the same instant and in the same order, one
+//! or two messages a place, also when runs stop at time limits or event budgets and
+//! resume; a deferred message given the wrong place is caught, and a cancelled one is
+//! never delivered.
 
 use proptest::prelude::*;
 use sim_kernel::{
-    ClockDomain, ComponentId, Ctx, Cycles, EventKey, Kernel, Priority, SplitMix64, Time, World,
+    ClockDomain, ComponentId, Ctx, Cycles, EventKey, Kernel, Priority, RunLimit, SplitMix64, Time,
+    World,
 };
 
 /// A message: work (an id and how many more generations it may spawn), or the
@@ -22,6 +24,7 @@ enum Msg {
         to: ComponentId,
         id: u64,
         depth: u32,
+        two: bool,
     },
 }
 
@@ -53,8 +56,13 @@ impl World<Msg> for Sys {
                 to: dest,
                 id,
                 depth,
+                two,
             } => {
                 ctx.send(dest, Msg::Work { id, depth });
+                if two {
+                    let id = child(id, 99);
+                    ctx.send(dest, Msg::Work { id, depth });
+                }
                 return;
             }
             Msg::Work { id, depth } => (id, depth),
@@ -74,11 +82,14 @@ impl World<Msg> for Sys {
                 depth: depth - 1,
             };
             if r.below(3) == 0 {
-                // A relay: a wake-up of this component `cycles` later, which sends on.
+                // A relay: a wake-up of this component `cycles` later, which sends on
+                // one message or two.
+                let two = r.below(2) == 0;
                 let dest_relay = Msg::Relay {
                     to: dest,
                     id: child(id, j),
                     depth: depth - 1,
+                    two,
                 };
                 match self.mode {
                     Mode::Wake => ctx.wake_after_with(cycles, prio, dest_relay),
@@ -91,17 +102,19 @@ impl World<Msg> for Sys {
                             reserved
                         };
                         let at = ctx.domain_of(dest).landing(t2, Time::ZERO);
-                        ctx.send_deferred(
-                            dest,
-                            at,
-                            Priority::NORMAL,
-                            m,
-                            EventKey {
-                                time: t2,
-                                priority: prio,
-                                sequence,
-                            },
-                        );
+                        let place = EventKey {
+                            time: t2,
+                            priority: prio,
+                            sequence,
+                        };
+                        ctx.send_deferred(dest, at, Priority::NORMAL, m, place);
+                        if two {
+                            let second = Msg::Work {
+                                id: child(child(id, j), 99),
+                                depth: depth - 1,
+                            };
+                            ctx.send_deferred(dest, at, Priority::NORMAL, second, place);
+                        }
                     }
                 }
             } else if prio == Priority::NORMAL {
@@ -114,7 +127,8 @@ impl World<Msg> for Sys {
 }
 
 /// Runs a system of `n` components on two clock grids from `seeds`, stopping at each
-/// of `stops` (ns) and resuming; the work deliveries in order.
+/// of `stops` (ns, or when odd after a budget of that many events) and resuming; the
+/// work deliveries in order.
 fn run(mode: Mode, n: usize, seeds: &[u64], stops: &[u64]) -> Vec<(ComponentId, Time, u64)> {
     let mut k: Kernel<Msg> = Kernel::new(false);
     let fast = k.add_domain(ClockDomain::from_mhz("fast", 100.0).unwrap()); // 10 ns
@@ -135,7 +149,15 @@ fn run(mode: Mode, n: usize, seeds: &[u64], stops: &[u64]) -> Vec<(ComponentId, 
         log: Vec::new(),
     };
     for &s in stops {
-        k.run_until(&mut w, Time(s * 1000));
+        if s % 2 == 1 {
+            let budget = RunLimit {
+                until: Time::MAX,
+                max_events: s,
+            };
+            k.run(&mut w, budget);
+        } else {
+            k.run_until(&mut w, Time(s * 1000));
+        }
     }
     k.run_to_idle(&mut w);
     w.log
@@ -168,4 +190,34 @@ fn a_deferred_send_placed_too_early_is_caught() {
         run(Mode::Wake, 3, &seeds, &[]) != run(Mode::DeferredEarly, 3, &seeds, &[])
     });
     assert!(caught, "a deferred send placed too early went unnoticed");
+}
+
+/// A deferred message cancelled before its place is never delivered; the other one to
+/// that place is.
+#[test]
+fn a_cancelled_deferred_send_is_never_delivered() {
+    struct Log(Vec<(Time, u8)>);
+    impl World<u8> for Log {
+        fn deliver(&mut self, _: ComponentId, msg: u8, ctx: &mut Ctx<'_, u8>) {
+            self.0.push((ctx.now(), msg));
+        }
+    }
+    let mut k: Kernel<u8> = Kernel::new(false);
+    let d = k.add_domain(ClockDomain::from_mhz("clk", 100.0).unwrap()); // 10 ns
+    let a = k.add_component("a", d);
+    let (kept, gone) = k.call(a, |ctx| {
+        let place = EventKey {
+            time: Time(20_000),
+            priority: Priority::NORMAL,
+            sequence: ctx.reserve_sequence(),
+        };
+        let kept = ctx.send_deferred(a, Time(30_000), Priority::NORMAL, 1, place);
+        let gone = ctx.send_deferred(a, Time(30_000), Priority::NORMAL, 2, place);
+        (kept, gone)
+    });
+    assert!(k.call(a, |ctx| ctx.cancel(gone)));
+    let mut w = Log(Vec::new());
+    k.run_to_idle(&mut w);
+    assert_eq!(w.0, vec![(Time(30_000), 1)]);
+    assert!(!k.call(a, |ctx| ctx.cancel(kept)), "delivered");
 }

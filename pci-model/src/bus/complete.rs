@@ -383,7 +383,7 @@ impl PciBus {
         // A debug check collects the outputs of a copy of the bus (`whole.rs`).
         #[cfg(debug_assertions)]
         if let Some(out) = self.capture.as_mut() {
-            out.push((to, at, msg));
+            out.push((to, at, msg, None));
             return;
         }
         debug_assert!(
@@ -408,7 +408,7 @@ impl PciBus {
     ) {
         #[cfg(debug_assertions)]
         if let Some(out) = self.capture.as_mut() {
-            out.push((to, at, msg));
+            out.push((to, at, msg, Some(pass)));
             return;
         }
         ctx.send_deferred(to, at, sim_kernel::Priority::NORMAL, msg.into(), pass);

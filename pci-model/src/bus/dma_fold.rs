@@ -7,9 +7,9 @@
 //!   ([`DmaMaster::start`](crate::DmaMaster)) at that instant; each burst it asks for is
 //!   queued with the clock its `Request` would have landed in as its arrival (REQ# and
 //!   every bound of the bus honour a request's arrival). A job that ends at once is
-//!   reported as the master's send would report it; a `DmaStart` that queues no burst
-//!   (the master's bursts in flight already) does not touch the bus, as it did not
-//!   before.
+//!   reported as the master's send would report it (but see below); a `DmaStart` that
+//!   queues no burst (the master's bursts in flight already, a job of no bytes, a bad
+//!   page list) does not touch the bus, as it did not before.
 //! - A burst's end does not send `TransactionDone`: when the bus steps the burst's last
 //!   clock (on time: an output clock has its wake-up), it takes the sequence number the
 //!   message would have taken (`Ctx::reserve_sequence`), which marks the place the
@@ -30,7 +30,8 @@
 //! except for what it reports: a job the master reports at once (one of no bytes) while
 //! a completion's place is still to come would, in the reference, wait behind the job
 //! of that completion, so its `DmaDone` is deferred to the same place, after that
-//! job's. The lockstep harness checks the results (it drew case `76b13a38`, where a
+//! job's; a job refused for its page list is reported at once in either case
+//! (`DmaPort::refused`). The lockstep harness checks the results (it drew case `76b13a38`, where a
 //! `DmaDone` sent from the earlier event changed the engine's `recv_fifo_max`).
 //! Untraced only: the master's state transitions are not recorded.
 
@@ -98,6 +99,12 @@ impl<M: From<PciMsg>> DmaPort for BusPort<'_, '_, M> {
         } else if let Some(done) = self.bus.fold_request(req, self.arrival) {
             self.refused.push(done);
         }
+    }
+
+    fn refused(&mut self, to: ComponentId, done: DmaDone) {
+        // Sent from the `DmaStart` at once, as the master's component sends it, even
+        // behind a completion taken early: the reference reports it before that one.
+        self.ctx.send(to, PciMsg::DmaDone(done).into());
     }
 
     fn done(&mut self, to: ComponentId, done: DmaDone) {
@@ -168,7 +175,7 @@ impl PciBus {
     /// A `DmaStart` landed now (clock `c`): the master takes it as it would have. Its
     /// reports (a job that ends at once) go out as the master's send from now would,
     /// without the bus, or deferred behind a completion taken early (see the module
-    /// doc). When it queues no burst (its bursts in flight already), the bus is not
+    /// doc). When it queues no burst (see the module doc), the bus is not
     /// touched: `None`. Else the bursts are queued, the bus first stepped as the
     /// reference's is at this instant (`catch_up`: its idle clocks are counted at its
     /// next input, the burst's `Request`, not here) unless they queue behind another of

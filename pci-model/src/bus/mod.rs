@@ -199,9 +199,10 @@ struct LogWindow {
     closed: bool,
 }
 
-/// An output collected instead of sent (debug checks): target, instant, message.
+/// An output collected instead of sent (debug checks): target, instant, message, and the
+/// place it is deferred to (`emit_deferred`), if any.
 #[cfg(debug_assertions)]
-pub(crate) type Captured = (ComponentId, Time, PciMsg);
+pub(crate) type Captured = (ComponentId, Time, PciMsg, Option<EventKey>);
 
 /// A commit instant, the clock grid (period and phase, in ps) it was converted on, and
 /// its clock (see `PciBus::next_commit_clock`); a grid of period 0 marks none.
@@ -668,8 +669,7 @@ impl PciBus {
             }
             PciMsg::DmaStart(job) if self.folded_dma.is_some() => {
                 // The folded DMA master takes the job (`dma_fold.rs`); the bus is
-                // stepped, and its wake-up computed again, only when a burst or a report
-                // goes out.
+                // stepped, and its wake-up computed again, only when a burst goes out.
                 if let Some(behind) = self.dma_start(job, now, ctx, &mut mem) {
                     self.fold_wake(now, behind, ctx);
                 }
