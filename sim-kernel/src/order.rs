@@ -9,7 +9,9 @@
 //! ctx.next_sequence() }` is the key an event queued now at `time` with `priority`
 //! would get: every event queued before it compares lower at equal time and priority,
 //! every event queued after it (including the very next, which takes that sequence
-//! number) compares equal or higher.
+//! number) compares equal or higher. A component that does not queue such an event but
+//! sends what it would have sent marks its place with [`crate::Ctx::reserve_sequence`]
+//! and sends with [`crate::Ctx::send_deferred`].
 
 use crate::queue::Priority;
 use crate::time::Time;

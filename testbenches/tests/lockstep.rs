@@ -10,11 +10,12 @@
 //! CI runs both operations at 4, 1460, 1461 and 4096 bytes on every preset and 65536
 //! bytes on the default one, plus random configurations; `HVIA_LOCKSTEP_LONG=1 cargo
 //! test --release -p testbenches --test lockstep` adds 65536 bytes on every preset and
-//! more random cases. Seven tests break a fast path by one clock on purpose (the poll
+//! more random cases. Eight tests break a fast path by one clock on purpose (the poll
 //! fast path; the PCI bus's untraced look-ahead for a device transaction and for a
 //! delayed read's retry loop; a lazily committed DMA write; the local bus's answer to a
 //! DP83820 read from the buffer RAM, the GEC read fold; Retry attempts applied as a
-//! whole; a transaction applied whole) and one breaks the bus's deferral of requests
+//! whole; a transaction applied whole; the card's DMA master folded into its system
+//! bus, its requests landing late) and one breaks the bus's deferral of requests
 //! (every request deferred, not only one behind another of its master's), and each
 //! checks that it is caught. The GEC's counters are compared with the reads its bus
 //! answered for it added.

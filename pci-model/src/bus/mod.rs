@@ -708,40 +708,47 @@ impl PciBus {
                 }
                 let behind = matches!(&other, PciMsg::Request(r) if self.lands_behind(r.master));
                 self.accept(other, now, ctx);
-                // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
-                // or (fast, untraced) where the first clock it can change has an output
-                // (clock `now` may have been stepped already: a fixed turnaround).
-                // Untraced, that bound takes every input so far into account, so it
-                // replaces the wake-up queued before, also when it is later, unless
-                // that one is at this edge (still to come: it steps clock `now` on
-                // time, which can have an output of this very input). When clock `now`
-                // was stepped already (a fixed turnaround) and the input leaves the bus
-                // nothing to do, no wake-up is needed: per-clock stepping steps clock
-                // `now` in the turnaround's own wake-up at this edge and stops there.
-                let stepped = self.clk_next.checked_sub(1);
-                match (stepped, self.params.stepping, ctx.tracing()) {
-                    (Some(last), Stepping::FastForward, false) => {
-                        // A request behind another of its master's changes nothing the
-                        // bus does up to its first output (`lands_behind`): the wake-up
-                        // queued before is still a lower bound on that clock (the
-                        // look-ahead computed now may give an earlier, looser one).
-                        if behind && self.tick.is_some() {
-                            return;
-                        }
-                        let next = match self.next_tick(last, false) {
-                            Some(k) => k.max(now + 1),
-                            None if last >= now && self.tick.is_none() => return,
-                            None => now + 1,
-                        };
-                        if self.tick == Some(now) {
-                            self.ensure_tick(next, ctx);
-                        } else {
-                            self.set_tick(next, ctx);
-                        }
-                    }
-                    _ => self.ensure_tick(now + 1, ctx),
+                self.input_wake(now, behind, ctx);
+            }
+        }
+    }
+
+    /// The wake-up after an input that landed in clock `now` (the bus stepped up to
+    /// `now - 1` or further); `behind`: it only queued requests behind another of their
+    /// master's (`lands_behind`).
+    fn input_wake<M: From<PciMsg>>(&mut self, now: u64, behind: bool, ctx: &mut Ctx<'_, M>) {
+        // Clock `now` sees the input: the bus is woken at `now + 1` to step it,
+        // or (fast, untraced) where the first clock it can change has an output
+        // (clock `now` may have been stepped already: a fixed turnaround).
+        // Untraced, that bound takes every input so far into account, so it
+        // replaces the wake-up queued before, also when it is later, unless
+        // that one is at this edge (still to come: it steps clock `now` on
+        // time, which can have an output of this very input). When clock `now`
+        // was stepped already (a fixed turnaround) and the input leaves the bus
+        // nothing to do, no wake-up is needed: per-clock stepping steps clock
+        // `now` in the turnaround's own wake-up at this edge and stops there.
+        let stepped = self.clk_next.checked_sub(1);
+        match (stepped, self.params.stepping, ctx.tracing()) {
+            (Some(last), Stepping::FastForward, false) => {
+                // A request behind another of its master's changes nothing the
+                // bus does up to its first output (`lands_behind`): the wake-up
+                // queued before is still a lower bound on that clock (the
+                // look-ahead computed now may give an earlier, looser one).
+                if behind && self.tick.is_some() {
+                    return;
+                }
+                let next = match self.next_tick(last, false) {
+                    Some(k) => k.max(now + 1),
+                    None if last >= now && self.tick.is_none() => return,
+                    None => now + 1,
+                };
+                if self.tick == Some(now) {
+                    self.ensure_tick(next, ctx);
+                } else {
+                    self.set_tick(next, ctx);
                 }
             }
+            _ => self.ensure_tick(now + 1, ctx),
         }
     }
 
