@@ -375,24 +375,7 @@ impl<T> EventQueue<T> {
         item: T,
     ) -> EventToken {
         let (key, seq) = self.next_key(time, priority);
-        // A free slot's payload is `None` (taken or dropped): its fields are written in
-        // place, the payload moved once (known to overwrite a `None`, nothing is dropped
-        // first, so nothing has to be kept aside).
-        let s = self.free;
-        let slot = match self.slab.get_mut(s as usize) {
-            Some(c) if c.item.is_none() => {
-                self.free = c.next_free;
-                c.seq = seq;
-                c.to = to;
-                c.item = Some(item);
-                s
-            }
-            Some(_) => unreachable!("a free slot's payload is taken or dropped"),
-            // `NO_SLOT` is past the slab (it holds fewer than 2^32 - 1 slots: `grow`).
-            None => self.grow(seq, to, item),
-        };
-        self.heap.push(Keyed { key, slot });
-        EventToken { slot, seq }
+        self.push_keyed(key, seq, to, item)
     }
 
     /// Queues `item` for `to` at `time` with `priority` as a *deferred* entry: it sorts
@@ -455,15 +438,22 @@ impl<T> EventQueue<T> {
     }
 
     /// Queues `item` for `to` under `key`, its slot holding sequence number `seq` (the
-    /// token's): [`EventQueue::push_token`]'s work for a deferred entry (out of line,
-    /// so that the common push keeps its code as it was).
-    #[inline(never)]
+    /// token's).
+    #[inline(always)]
     fn push_keyed(&mut self, key: u128, seq: u64, to: ComponentId, item: T) -> EventToken {
+        let slot = self.alloc_slot(seq, to, item);
+        self.heap.push(Keyed { key, slot });
+        EventToken { slot, seq }
+    }
+
+    /// A slot holding `item` for `to`, its event's sequence number `seq`.
+    #[inline(always)]
+    fn alloc_slot(&mut self, seq: u64, to: ComponentId, item: T) -> u32 {
         // A free slot's payload is `None` (taken or dropped): its fields are written in
         // place, the payload moved once (known to overwrite a `None`, nothing is dropped
         // first, so nothing has to be kept aside).
         let s = self.free;
-        let slot = match self.slab.get_mut(s as usize) {
+        match self.slab.get_mut(s as usize) {
             Some(c) if c.item.is_none() => {
                 self.free = c.next_free;
                 c.seq = seq;
@@ -474,9 +464,7 @@ impl<T> EventQueue<T> {
             Some(_) => unreachable!("a free slot's payload is taken or dropped"),
             // `NO_SLOT` is past the slab (it holds fewer than 2^32 - 1 slots: `grow`).
             None => self.grow(seq, to, item),
-        };
-        self.heap.push(Keyed { key, slot });
-        EventToken { slot, seq }
+        }
     }
 
     /// The key of an event queued now at `time` with `priority`, and its sequence

@@ -35,11 +35,11 @@
 //! `DmaDone` sent from the earlier event changed the engine's `recv_fifo_max`).
 //! Untraced only: the master's state transitions are not recorded.
 
-use super::{PciBus, Reply};
+use super::PciBus;
 use crate::dma::{DmaMaster, DmaPort};
 use crate::error::PciError;
 use crate::memory::HostMemory;
-use crate::msg::{BusRequest, DmaDone, DmaJob, PciMsg, TransactionDone, TxnStatus};
+use crate::msg::{BusRequest, DmaDone, DmaJob, PciMsg, TransactionDone};
 use sim_kernel::{ComponentId, Ctx, EventKey, Priority, Time, TransitionSink};
 
 /// The DMA master a bus runs.
@@ -349,29 +349,10 @@ impl PciBus {
     /// (as `enqueue_request` refuses it: the master never makes one) is not queued, and
     /// its `TransactionDone`, sent at the landing, is returned.
     fn fold_request(&mut self, req: BusRequest, arrival: u64) -> Option<TransactionDone> {
-        let m = usize::from(req.master.0);
-        let Some(component) = self.master_components.get(m).copied().flatten() else {
-            tracing::warn!(target: "pci::bus", master = m, "folded DMA request from an unknown master dropped");
-            self.stats.dropped_inputs += 1;
-            return None;
-        };
-        let total = req.bytes();
-        if total == 0 || req.addr.checked_add(total).is_none() {
-            let landed = self.edge(arrival);
-            return Some(TransactionDone {
-                tag: req.tag,
-                status: TxnStatus::BadRequest,
-                bytes: 0,
-                data: Vec::new(),
-                transactions: 0,
-                retries: 0,
-                disconnects: 0,
-                latency_timer_expirations: 0,
-                start: landed,
-                end: landed,
-            });
-        }
-        self.push_queued(m, req, total, Reply::Master(component), arrival);
-        None
+        let landed = self.edge(arrival);
+        self.queue_request(req, arrival, landed)
+            .err()
+            .flatten()
+            .map(|(_, done)| done)
     }
 }

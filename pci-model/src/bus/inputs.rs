@@ -6,7 +6,7 @@
 use super::{DeviceReply, PciBus, Queued, Reply};
 use crate::bridge::WaitingCpuWrite;
 use crate::msg::{BusRequest, Command, MasterId, PciMsg, TransactionDone, TxnStatus};
-use sim_kernel::{ComponentId, Ctx};
+use sim_kernel::{ComponentId, Ctx, Time};
 
 impl PciBus {
     /// Records a message that landed at clock `c` (seen by the clock steps from `c` on).
@@ -83,35 +83,44 @@ impl PciBus {
     }
 
     fn enqueue_request<M: From<PciMsg>>(&mut self, req: BusRequest, c: u64, ctx: &mut Ctx<'_, M>) {
+        if let Err(Some((component, done))) = self.queue_request(req, c, ctx.now()) {
+            ctx.send(component, PciMsg::TransactionDone(done).into());
+        }
+    }
+
+    /// Queues master request `req`, landing in clock `c` at instant `t`, or refuses it:
+    /// `Err(Some(..))` with the `TransactionDone` its master gets (no bytes, or a range
+    /// past the address space), `Err(None)` when its master is unknown (dropped).
+    pub(super) fn queue_request(
+        &mut self,
+        req: BusRequest,
+        c: u64,
+        t: Time,
+    ) -> Result<(), Option<(ComponentId, TransactionDone)>> {
         let m = usize::from(req.master.0);
         let Some(component) = self.master_components.get(m).copied().flatten() else {
             tracing::warn!(target: "pci::bus", master = m, "request from an unknown master dropped");
             self.stats.dropped_inputs += 1;
-            return;
+            return Err(None);
         };
         let total = req.bytes();
-        let bad = total == 0 || req.addr.checked_add(total).is_none();
-        if bad {
-            let t = ctx.now();
-            ctx.send(
-                component,
-                PciMsg::TransactionDone(TransactionDone {
-                    tag: req.tag,
-                    status: TxnStatus::BadRequest,
-                    bytes: 0,
-                    data: Vec::new(),
-                    transactions: 0,
-                    retries: 0,
-                    disconnects: 0,
-                    latency_timer_expirations: 0,
-                    start: t,
-                    end: t,
-                })
-                .into(),
-            );
-            return;
+        if total == 0 || req.addr.checked_add(total).is_none() {
+            let done = TransactionDone {
+                tag: req.tag,
+                status: TxnStatus::BadRequest,
+                bytes: 0,
+                data: Vec::new(),
+                transactions: 0,
+                retries: 0,
+                disconnects: 0,
+                latency_timer_expirations: 0,
+                start: t,
+                end: t,
+            };
+            return Err(Some((component, done)));
         }
         self.push_queued(m, req, total, Reply::Master(component), c);
+        Ok(())
     }
 
     pub(crate) fn push_queued(
