@@ -1,7 +1,7 @@
 //! `Ctx::send_deferred`: a message queued as if an event that is not queued sent it
 //! where it would have stood. A run in which components relay messages through wake-ups
 //! of their own (the reference) and the same run in which each relay is a deferred send
-//! instead deliver every other message at the same instant and in the same order, one
+//! instead deliver every work message at the same instant and in the same order, one
 //! or two messages a place, also when runs stop at time limits or event budgets and
 //! resume; a deferred message given the wrong place is caught, and a cancelled one is
 //! never delivered.

@@ -817,7 +817,7 @@ impl PciBus {
     /// parks only on an idle clock); and the new request can matter only once the one
     /// ahead of it completes, which a master's `TransactionDone` (an output) reports. The
     /// bridge's CPU master, whose writes can complete without an output, sends no
-    /// `Request` (a master without a component is refused in `enqueue_request`), and is
+    /// `Request` (a master without a component is refused in `queue_request`), and is
     /// excluded here all the same. Guarded as every untraced bound is: `emit`'s debug
     /// assertion that no output is stepped late, the PCI proptests, lockstep.
     pub(super) fn lands_behind(&self, m: MasterId) -> bool {
