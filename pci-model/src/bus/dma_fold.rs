@@ -190,6 +190,7 @@ impl PciBus {
     ) -> Option<bool> {
         let mut f = self.folded_dma.take()?;
         let master = f.dma.master();
+        let arrival = c + 1 + self.dma_fold_skew;
         // A completion whose place is still to come was taken early: what the master
         // reports now it would report there, behind that completion's own reports.
         let reports = match f.pass.filter(|&p| p > ctx.event_key()) {
@@ -198,7 +199,7 @@ impl PciBus {
         };
         let mut port = BusPort {
             at: ctx.now(),
-            arrival: c + 1 + self.dma_fold_skew,
+            arrival,
             bus: self,
             ctx,
             reports,
@@ -218,7 +219,6 @@ impl PciBus {
             }
             Some(self.lands_behind(master))
         };
-        let arrival = c + 1 + self.dma_fold_skew;
         let mut refused = Vec::new();
         for req in held.drain(..) {
             if let Some(done) = self.fold_request(req, arrival) {

@@ -59,8 +59,7 @@ pub fn of_system(sys: &System) -> Vec<Counter> {
                     collect::bridge(&mut out, &format!("{p}.bridge"), br.stats());
                 }
             }
-            Comp::Dma(n, d) => collect::dma(&mut out, &format!("n{n}.card.dma"), d.stats()),
-            Comp::FoldedDma(n) => {
+            Comp::Dma(n, _) | Comp::FoldedDma(n) => {
                 if let Some(d) = sys.dma(*n) {
                     collect::dma(&mut out, &format!("n{n}.card.dma"), d.stats());
                 }

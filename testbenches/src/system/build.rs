@@ -507,8 +507,9 @@ impl System {
                 let n = match c {
                     Comp::Cpu(_, c) => c.stats().wrong_inputs,
                     Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => b.stats().wrong_inputs,
-                    Comp::Dma(_, d) => d.stats().wrong_inputs,
-                    Comp::FoldedDma(_) => 0,
+                    Comp::Dma(n, _) | Comp::FoldedDma(n) => {
+                        self.dma(*n).map_or(0, |d| d.stats().wrong_inputs)
+                    }
                     Comp::Engine(_, e) => e.stats().wrong_inputs,
                     Comp::Att(_, a) => a.stats().wrong_inputs,
                     Comp::Gec(_, g) => g.stats().wrong_inputs,

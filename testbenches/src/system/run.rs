@@ -198,8 +198,7 @@ impl System {
     fn work_done(&self) -> u64 {
         self.world.iter().fold(0u64, |sum, (_, c)| {
             let n = match c {
-                Comp::Dma(_, d) => d.stats().jobs,
-                Comp::FoldedDma(n) => self.dma(*n).map_or(0, |d| d.stats().jobs),
+                Comp::Dma(n, _) | Comp::FoldedDma(n) => self.dma(*n).map_or(0, |d| d.stats().jobs),
                 Comp::Engine(_, e) => {
                     let s = e.stats();
                     s.doorbells
@@ -289,8 +288,7 @@ impl System {
                     "bits flipped in the ATT in card SDRAM (faults.att_flip_*)",
                     a.stats().bit_flips,
                 )],
-                Comp::Dma(_, d) => vec![("failed DMA jobs", d.stats().failed_jobs)],
-                Comp::FoldedDma(n) => vec![(
+                Comp::Dma(n, _) | Comp::FoldedDma(n) => vec![(
                     "failed DMA jobs",
                     self.dma(*n).map_or(0, |d| d.stats().failed_jobs),
                 )],
