@@ -471,16 +471,16 @@ impl<T> EventQueue<T> {
     /// number (taken).
     #[inline(always)]
     fn next_key(&mut self, time: Time, priority: Priority) -> (u128, u64) {
-        let seq = self.next_seq & SEQ_MASK;
-        // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
-        self.next_seq = self.next_seq.wrapping_add(1);
+        let seq = self.reserve_sequence();
         (pack(time, priority, seq), seq)
     }
 
     /// Takes the next sequence number without queueing anything (see
-    /// [`crate::Ctx::reserve_sequence`]).
+    /// [`crate::Ctx::reserve_sequence`]); every push takes its number here.
+    #[inline(always)]
     pub fn reserve_sequence(&mut self) -> u64 {
         let seq = self.next_seq & SEQ_MASK;
+        // 2^56 events is about 10^17: wrap-around is beyond any run's reach.
         self.next_seq = self.next_seq.wrapping_add(1);
         seq
     }
