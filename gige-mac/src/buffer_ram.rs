@@ -32,10 +32,12 @@
 //! The local bus may also read the RAM itself for the DP83820 (the GEC read fold, untraced
 //! fast stepping only, see `pci_model::ram_fold`): it registers a sample at the place the
 //! GEC's read would have had in the run's order, and the RAM keeps the sample's bytes
-//! copy-on-write. For that the World tells the RAM the key of each event it hands the
-//! RAM to ([`BufferRam::set_event`]).
+//! copy-on-write. It may store the DP83820's data writes itself too (the write fold): the
+//! RAM keeps each pending with the place the GEC's `TargetWrite` would have had, and
+//! applies it once the run is past that place. For both the World tells the RAM the key
+//! of each event it hands the RAM to ([`BufferRam::set_event`]).
 
-use pci_model::{FoldRam, ReadSamples};
+use pci_model::{FoldRam, PendingWrites, ReadSamples};
 use sim_kernel::EventKey;
 use thiserror::Error;
 
@@ -202,6 +204,8 @@ pub struct BufferRam {
     bytes: Vec<u8>,
     /// Reads the local bus answers itself, pending (copy-on-write).
     samples: ReadSamples,
+    /// Writes the local bus stored at places still to come (the write fold).
+    writes: PendingWrites,
 }
 
 impl BufferRam {
@@ -217,6 +221,7 @@ impl BufferRam {
             layout,
             bytes: vec![0; size],
             samples: ReadSamples::default(),
+            writes: PendingWrites::default(),
         })
     }
 
@@ -279,9 +284,14 @@ impl BufferRam {
     }
 
     /// The event that touches the RAM next: the World calls it before it hands the RAM
-    /// to a component's handler, so that a write knows whether it comes after a pending
-    /// sample of the bus (see the module doc).
+    /// to a component's handler, so that the writes the bus stored for earlier places
+    /// are in, and a write knows whether it comes after a pending sample of the bus (see
+    /// the module doc).
+    #[inline]
     pub fn set_event(&mut self, key: EventKey) {
+        if !self.writes.is_empty() {
+            self.pass(key);
+        }
         self.samples.set_now(key);
     }
 }
@@ -307,6 +317,20 @@ impl FoldRam for BufferRam {
     fn take_sample(&mut self, id: u64) -> Option<Vec<u8>> {
         let (bytes, base) = (&self.bytes, self.layout.base);
         self.samples.take(id, |a, n| copy_of(bytes, base, a, n))
+    }
+
+    fn write_at(&mut self, at: EventKey, addr: u64, data: Vec<u8>) {
+        self.writes.push(at, addr, data);
+    }
+
+    fn pass(&mut self, now: EventKey) {
+        while let Some((at, addr, data)) = self.writes.pop_before(now) {
+            self.samples.set_now(at);
+            if let Err(e) = self.write(addr, &data) {
+                // The bus stores only writes inside the RAM (`RamBacking::folds_write`).
+                tracing::error!(target: "mac::gec", %e, "a stored write outside the buffer RAM dropped");
+            }
+        }
     }
 }
 
@@ -391,6 +415,47 @@ mod tests {
         assert_eq!(ram.take_sample(id), Some(vec![9, 9, 4, 9]));
         assert_eq!(ram.take_sample(id2), Some(vec![9, 9, 4, 9]));
         assert_eq!(ram.read_vec(a, 5).unwrap(), vec![9, 9, 4, 7, 5]);
+    }
+
+    /// A write the bus stored for a place still to come (the write fold) is in the RAM
+    /// for every event after its place and for no event before it, stored writes land
+    /// in the order of their places, and a sample sees one exactly when its place is
+    /// after the write's.
+    #[test]
+    fn a_stored_write_lands_at_its_place_in_the_order() {
+        use sim_kernel::{Priority, Time};
+        let key = |t: u64, p: Priority, seq: u64| EventKey {
+            time: Time(t),
+            priority: p,
+            sequence: seq,
+        };
+        let mut ram = BufferRam::new(BufferLayout::default()).unwrap();
+        let a = ram.layout().rx_buffer(0).unwrap();
+        ram.write(a, &[1, 1, 1, 1]).unwrap();
+        let between = ram.sample(key(1000, Priority::NORMAL, 52), a, 4);
+        let after = ram.sample(key(1000, Priority::NORMAL, 60), a, 4);
+        // Stored out of order: the later place first.
+        ram.write_at(key(1000, Priority::NORMAL, 55), a + 1, vec![6]);
+        ram.write_at(key(1000, Priority::NORMAL, 50), a, vec![5, 5]);
+        // An event before both places sees neither, and its own write comes first.
+        ram.set_event(key(1000, Priority::NORMAL, 49));
+        assert_eq!(ram.read_vec(a, 4).unwrap(), vec![1, 1, 1, 1]);
+        ram.write(a + 1, &[2]).unwrap();
+        // An event between them sees the first.
+        ram.set_event(key(1000, Priority::NORMAL, 51));
+        assert_eq!(ram.read_vec(a, 4).unwrap(), vec![5, 5, 1, 1]);
+        // One after both sees both, in the order of their places.
+        ram.set_event(key(1000, Priority::LATE, 0));
+        assert_eq!(ram.read_vec(a, 4).unwrap(), vec![5, 6, 1, 1]);
+        assert_eq!(ram.take_sample(between), Some(vec![5, 5, 1, 1]));
+        assert_eq!(ram.take_sample(after), Some(vec![5, 6, 1, 1]));
+        // The settling pass takes every write of an instant, and none later.
+        ram.write_at(key(2000, Priority::LATE, 90), a + 3, vec![8]);
+        ram.write_at(key(2001, Priority::EARLY, 91), a + 2, vec![7]);
+        ram.pass(pci_model::PendingWrites::after_instant(Time(2000)));
+        assert_eq!(ram.read_vec(a, 4).unwrap(), vec![5, 6, 1, 8]);
+        ram.pass(pci_model::PendingWrites::after_instant(Time(2001)));
+        assert_eq!(ram.read_vec(a, 4).unwrap(), vec![5, 6, 7, 8]);
     }
 
     #[test]

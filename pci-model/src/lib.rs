@@ -92,7 +92,7 @@ pub use params::{
     param_docs, BridgeParams, BusParams, BusWidth, DevselSpeed, DmaParams, ParamDoc, ParkPolicy,
     ReadMode, Stepping, TargetProfile,
 };
-pub use ram_fold::{FoldRam, RamBacking, ReadSamples};
+pub use ram_fold::{FoldRam, PendingWrites, RamBacking, ReadSamples};
 pub use stats::{BusStats, MasterStats, TenureEnd, TenureRecord};
 pub use testbench::{
     burst_account, dma_throughput, BenchDirection, BenchTarget, BurstAccount, DmaBenchParams,

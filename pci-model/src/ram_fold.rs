@@ -14,6 +14,17 @@
 //! sample's bytes (the whole sample, once), so the sample never sees it; a write by an
 //! event before the key lands in the RAM, where the sample reads it.
 //!
+//! Writes fold the other way ("the write fold"): a write that ends in the RAM outside
+//! the target's watched window ([`RamBacking::watch`], where the target reacts to what
+//! is written, as the GEC does to a descriptor's status) is not sent as `TargetWrite`;
+//! the bus takes the sequence number that message would have taken
+//! ([`sim_kernel::Ctx::reserve_sequence`]) and hands the bytes to the RAM with that place
+//! ([`FoldRam::write_at`]). The RAM keeps them pending ([`PendingWrites`]) and applies
+//! each once the run has passed its place ([`FoldRam::pass`]: the World calls it, through
+//! the RAM's own event hook, before it hands the RAM to a component, and the bus before
+//! it takes samples), with that place as the writing event's key, so a pending sample
+//! sees the write exactly when it would have seen the message's.
+//!
 //! Same-instant order: `TargetRead` would have been an event at `t_s` with normal
 //! priority and the sequence number the queue held when the bus sent it
 //! ([`sim_kernel::Ctx::next_sequence`]). An event queued before that point has a lower
@@ -36,6 +47,25 @@ pub struct RamBacking {
     /// Clocks of the target's own domain from the edge it samples the address (where
     /// `TargetRead` lands) to the edge it sends the data from (>= 1; 0 counts as 1).
     pub read_latency: Cycles,
+    /// The window `[watch.0, watch.1)` whose writes the target itself must see (it
+    /// reacts to them): a write overlapping it is sent as `TargetWrite`; any other
+    /// write inside the RAM is stored by the bus (the write fold).
+    pub watch: (u64, u64),
+}
+
+impl RamBacking {
+    /// Whether a write of `len` bytes at `addr` lies in the RAM and outside the watched
+    /// window (the bus may store it itself).
+    #[must_use]
+    pub fn folds_write(&self, addr: u64, len: u64) -> bool {
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        len > 0
+            && addr >= self.start
+            && end <= self.end
+            && (end <= self.watch.0 || addr >= self.watch.1)
+    }
 }
 
 /// Storage the bus can read a RAM-backed target's answers from (implemented by the
@@ -45,8 +75,69 @@ pub trait FoldRam {
     /// order (inside the RAM); returns its id.
     fn sample(&mut self, at: EventKey, addr: u64, len: u64) -> u64;
     /// The bytes of sample `id` as they were at its place, forgetting it (`None`: no
-    /// such sample). Called only once every event before its place has run.
+    /// such sample). Called only once every event before its place has run, and
+    /// [`FoldRam::pass`] with a key after that place.
     fn take_sample(&mut self, id: u64) -> Option<Vec<u8>>;
+    /// Stores `data` for `[addr, addr + data.len())` as written by an event at the
+    /// place `at` still to come (inside the RAM: [`RamBacking::folds_write`]); applied
+    /// by [`FoldRam::pass`] once the run is past `at`.
+    fn write_at(&mut self, at: EventKey, addr: u64, data: Vec<u8>);
+    /// Applies, in the order of their places, every stored write whose place is before
+    /// `now`, each as a write by the event at its place (pending samples copy-on-write).
+    fn pass(&mut self, now: EventKey);
+}
+
+/// Writes stored at places still to come, in the order of their places (see the
+/// module doc): kept by a RAM that implements [`FoldRam`].
+#[derive(Clone, Debug, Default)]
+pub struct PendingWrites {
+    queue: std::collections::VecDeque<(EventKey, u64, Vec<u8>)>,
+}
+
+impl PendingWrites {
+    /// Stores a write at place `at`.
+    pub fn push(&mut self, at: EventKey, addr: u64, data: Vec<u8>) {
+        // Places come in order (a bus's writes end in clock order); one that does not
+        // is put where it belongs.
+        if self.queue.back().is_none_or(|(k, _, _)| *k < at) {
+            self.queue.push_back((at, addr, data));
+            return;
+        }
+        let i = self
+            .queue
+            .iter()
+            .rposition(|(k, _, _)| *k < at)
+            .map_or(0, |i| i + 1);
+        self.queue.insert(i, (at, addr, data));
+    }
+
+    /// Whether no write is stored.
+    #[inline]
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// The first stored write if its place is before `now`, taken out.
+    pub fn pop_before(&mut self, now: EventKey) -> Option<(EventKey, u64, Vec<u8>)> {
+        if self.queue.front().is_some_and(|(k, _, _)| *k < now) {
+            self.queue.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// The last place of an event at or before `t` (every event of that instant):
+    /// [`PendingWrites::pop_before`] with it takes the writes a run that stopped after
+    /// its last event at or before `t` has passed.
+    #[must_use]
+    pub fn after_instant(t: sim_kernel::Time) -> EventKey {
+        EventKey {
+            time: t,
+            priority: sim_kernel::Priority(u8::MAX),
+            sequence: u64::MAX,
+        }
+    }
 }
 
 /// One pending sample.

@@ -1,17 +1,19 @@
-//! The read fold of a RAM-backed device target (`PciBus::handle_ram`, `ram_fold`)
-//! against the messages it replaces: a master reads a RAM served by a target in another
-//! clock domain (the GEC's buffer RAM on the card's local bus, in small), while a writer
-//! in the target's domain writes single bytes of it at random instants and priorities,
-//! armed at random times before and after the reads' address phases (so that writes
-//! land at the very instant the target samples a read, queued before and after the
-//! read's `TargetRead` would be). The fold (untraced `Stepping::FastForward`) must give
-//! what the messages give, per clock (`Stepping::PerClock`) and fast: every
-//! `TransactionDone` with its time and bytes, every transaction of the log (clocks and
-//! data), the bus counters, the RAM, and the target's read count.
+//! The read and write folds of a RAM-backed device target (`PciBus::handle_ram`,
+//! `ram_fold`) against the messages they replace: a master reads and writes a RAM
+//! served by a target in another clock domain (the GEC's buffer RAM on the card's local
+//! bus, in small), while a writer in the target's domain writes single bytes of it at
+//! random instants and priorities, armed at random times before and after the
+//! accesses' address phases (so that its writes land at the very instant the target
+//! samples a read or takes a write, queued before and after the read's `TargetRead` or
+//! the write's `TargetWrite` would be). Writes into the target's watched window stay
+//! messages. The folds (untraced `Stepping::FastForward`) must give what the messages
+//! give, per clock (`Stepping::PerClock`) and fast: every `TransactionDone` with its
+//! time and bytes, every transaction of the log (clocks and data), the bus counters,
+//! the RAM, and the target's read and write counts.
 
 use pci_model::{
     BusParams, BusRequest, BusStats, Command, FoldRam, MasterConfig, MasterId, PciBus, PciMsg,
-    RamBacking, ReadSamples, Stepping, TargetProfile, TenureRecord, TransactionDone,
+    PendingWrites, RamBacking, ReadSamples, Stepping, TargetProfile, TenureRecord, TransactionDone,
 };
 use proptest::prelude::*;
 use sim_kernel::{
@@ -24,6 +26,8 @@ const BUS: ComponentId = ComponentId(0);
 const MASTER: ComponentId = ComponentId(1);
 const TARGET: ComponentId = ComponentId(2);
 const WRITER: ComponentId = ComponentId(3);
+/// The target's watched window: the first 64 bytes (its writes stay messages).
+const WATCH: u64 = 64;
 
 #[derive(Clone, Debug)]
 enum Msg {
@@ -51,6 +55,7 @@ impl From<PciMsg> for Msg {
 struct Ram {
     bytes: Vec<u8>,
     samples: ReadSamples,
+    writes: PendingWrites,
 }
 
 impl Ram {
@@ -78,6 +83,16 @@ impl FoldRam for Ram {
         let bytes = &self.bytes;
         self.samples.take(id, |a, n| Self::copy(bytes, a, n))
     }
+
+    fn write_at(&mut self, at: EventKey, addr: u64, data: Vec<u8>) {
+        self.writes.push(at, addr, data);
+    }
+
+    fn pass(&mut self, now: EventKey) {
+        while let Some((at, addr, data)) = self.writes.pop_before(now) {
+            self.write(at, addr, &data);
+        }
+    }
 }
 
 struct Sim {
@@ -86,6 +101,7 @@ struct Sim {
     ram: Ram,
     latency: u64,
     target_reads: u64,
+    target_writes: u64,
     dones: Vec<(Time, TransactionDone)>,
 }
 
@@ -94,10 +110,17 @@ impl World<Msg> for Sim {
         match (to, msg) {
             (BUS, Msg::Pci(m)) if self.fold => self.bus.handle_ram(m, ctx, &mut self.ram),
             (BUS, Msg::Pci(m)) => self.bus.handle(m, ctx, None),
+            // As `Gec::target_write`: stored at this event.
+            (TARGET, Msg::Pci(PciMsg::TargetWrite { addr, data })) => {
+                self.target_writes += 1;
+                self.ram.pass(ctx.event_key());
+                self.ram.write(ctx.event_key(), addr, &data);
+            }
             (MASTER, Msg::Pci(PciMsg::TransactionDone(d))) => self.dones.push((ctx.now(), d)),
             // As `Gec::target_read`: the RAM's bytes now, the data `latency` clocks later.
             (TARGET, Msg::Pci(PciMsg::TargetRead { tag, addr, len, .. })) => {
                 self.target_reads += 1;
+                self.ram.pass(ctx.event_key());
                 let n = len.min(BASE + SIZE - addr);
                 let data = Ram::copy(&self.ram.bytes, addr, n);
                 let at = ctx
@@ -119,6 +142,7 @@ impl World<Msg> for Sim {
                 ctx.wake_after_with(Cycles(n), prio, Msg::Write { addr, byte });
             }
             (WRITER, Msg::Write { addr, byte }) => {
+                self.ram.pass(ctx.event_key());
                 self.ram.write(ctx.event_key(), addr, &[byte]);
             }
             (to, msg) => panic!("{to:?} does not take {msg:?}"),
@@ -126,8 +150,9 @@ impl World<Msg> for Sim {
     }
 }
 
-/// One read request: arrival time [ps], offset into the RAM, length.
-type Read = (u64, u64, u64);
+/// One request of the master: arrival time [ps], offset into the RAM, length, and
+/// whether it writes (its bytes follow from its index) or reads.
+type Access = (u64, u64, u64, bool);
 /// One write: arming time [ps], write time [ps], priority (0..3), offset.
 type Write = (u64, u64, u8, u64);
 
@@ -138,14 +163,16 @@ struct Outcome {
     stats: BusStats,
     ram: Vec<u8>,
     target_reads: u64,
+    target_writes: u64,
 }
 
 fn run(
     stepping: Stepping,
     fold: bool,
     (core_mhz, latency, lt): (f64, u64, u64),
-    reads: &[Read],
+    accesses: &[Access],
     writes: &[Write],
+    write_skew: u64,
 ) -> (Outcome, u64) {
     let params = BusParams {
         stepping,
@@ -176,8 +203,10 @@ fn run(
         start: BASE,
         end: BASE + SIZE,
         read_latency: Cycles(latency),
+        watch: (BASE, BASE + WATCH),
     };
     bus.set_ram_backed(t, backing).unwrap();
+    bus.set_fold_write_skew_clocks(write_skew);
     let bytes = (0..SIZE).map(|i| (i * 7 + 3) as u8).collect();
     let mut sim = Sim {
         bus,
@@ -185,19 +214,27 @@ fn run(
         ram: Ram {
             bytes,
             samples: ReadSamples::default(),
+            writes: PendingWrites::default(),
         },
         latency,
         target_reads: 0,
+        target_writes: 0,
         dones: Vec::new(),
     };
-    for (i, &(at, off, len)) in reads.iter().enumerate() {
+    for (i, &(at, off, len, write)) in accesses.iter().enumerate() {
+        let (command, data) = if write {
+            let data = (0..len).map(|j| (i as u64 * 31 + j) as u8 | 1).collect();
+            (Command::MemoryWrite, data)
+        } else {
+            (Command::MemoryRead, Vec::new())
+        };
         let req = BusRequest {
             master: MasterId(m.0),
             tag: i as u64,
-            command: Command::MemoryRead,
+            command,
             addr: BASE + off,
             len,
-            data: Vec::new(),
+            data,
         };
         k.post(BUS, Time(at), Msg::Pci(PciMsg::Request(req)));
     }
@@ -212,6 +249,11 @@ fn run(
         k.post(WRITER, Time(arm), msg);
     }
     k.run_to_idle(&mut sim);
+    sim.ram.pass(PendingWrites::after_instant(Time(u64::MAX)));
+    assert!(
+        sim.ram.writes.is_empty(),
+        "a stored write was never applied"
+    );
     let events = k.stats().events;
     let folded = sim.bus.fold_stats();
     let outcome = Outcome {
@@ -220,18 +262,29 @@ fn run(
         stats: sim.bus.stats().clone(),
         ram: sim.ram.bytes,
         target_reads: sim.target_reads + folded.reads,
+        target_writes: sim.target_writes + folded.writes,
     };
     (outcome, events)
 }
 
-fn check(clocks: (f64, u64, u64), reads: &[Read], writes: &[Write]) -> Result<(), TestCaseError> {
-    let (reference, _) = run(Stepping::PerClock, false, clocks, reads, writes);
-    let (messages, message_events) = run(Stepping::FastForward, false, clocks, reads, writes);
-    let (folded, fold_events) = run(Stepping::FastForward, true, clocks, reads, writes);
-    prop_assert_eq!(reference.dones.len(), reads.len());
+fn check(
+    clocks: (f64, u64, u64),
+    accesses: &[Access],
+    writes: &[Write],
+) -> Result<(), TestCaseError> {
+    let (reference, _) = run(Stepping::PerClock, false, clocks, accesses, writes, 0);
+    let (messages, message_events) = run(Stepping::FastForward, false, clocks, accesses, writes, 0);
+    let (folded, fold_events) = run(Stepping::FastForward, true, clocks, accesses, writes, 0);
+    prop_assert_eq!(reference.dones.len(), accesses.len());
     prop_assert_eq!(&messages, &reference);
     prop_assert_eq!(&folded, &reference);
-    prop_assert!(fold_events < message_events);
+    // Every read folds (two messages fewer), and every write outside the watched
+    // window (one).
+    let folds = accesses
+        .iter()
+        .filter(|&&(_, off, _, write)| !write || off >= WATCH)
+        .count();
+    prop_assert!(fold_events + folds as u64 <= message_events);
     Ok(())
 }
 
@@ -239,17 +292,21 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     /// Random reads (some past the initial latency limit: Retried, then a delayed
-    /// completion), random target clocks and latencies, and writes at and around the
-    /// instants the target samples them.
+    /// completion) and writes (some into the watched window), random target clocks and
+    /// latencies, and the writer's writes at and around the instants the target samples
+    /// a read or takes a write.
     #[test]
     fn folded_reads_equal_the_messages(
         core_mhz in prop::sample::select(vec![33.0, 50.0, 100.0, 125.0, 133.0]),
         latency in 0u64..40,
         lt in prop::sample::select(vec![8u64, 16, 64]),
-        reads in prop::collection::vec((0u64..3_000_000, 0u64..SIZE - 64, 1u64..64), 1..6),
+        accesses in prop::collection::vec(
+            (0u64..3_000_000, 0u64..SIZE - 64, 1u64..64, prop::bool::ANY),
+            1..6,
+        ),
         writes in prop::collection::vec((0u64..3_200_000, 0u64..3_400_000, 0u8..3, 0u64..SIZE), 0..60),
     ) {
-        check((core_mhz, latency, lt), &reads, &writes)?;
+        check((core_mhz, latency, lt), &accesses, &writes)?;
     }
 }
 
@@ -259,7 +316,7 @@ proptest! {
 fn writes_at_the_sampling_instant_are_ordered_as_the_messages() {
     // The read's address phase is clock 2 (request at edge 0, GNT# in 1); the target
     // (100 MHz) samples it at the first core edge at or after bus edge 3 (90.9 ns).
-    let reads = [(0, 16, 8)];
+    let reads = [(0, 16, 8, false)];
     let mut writes = Vec::new();
     let period = Duration::from_ns(10).0;
     for (i, arm) in [0u64, 30_303, 60_606, 65_000, 80_000]
@@ -274,4 +331,30 @@ fn writes_at_the_sampling_instant_are_ordered_as_the_messages() {
         }
     }
     check((100.0, 2, 64), &reads, &writes).unwrap();
+}
+
+/// The writer's writes at each core edge around the instant a master's write lands at
+/// the target, armed before and after the write's address phase, at every priority:
+/// the folded write stores its bytes at the message's place (the same RAM). With its
+/// place a target clock late (`set_fold_write_skew_clocks`, a deliberately broken fold)
+/// the RAM differs where the writer writes at the edges in between: the test can fail.
+#[test]
+fn writes_at_a_folded_write_s_instant_are_ordered_as_the_messages() {
+    let accesses = [(0, 128, 8, true)];
+    let period = Duration::from_ns(10).0;
+    let clocks = (100.0, 2, 64);
+    let mut caught = 0;
+    for k in 0..40u64 {
+        let mut writes = Vec::new();
+        for arm in [0u64, 45_000, 95_000] {
+            for p in 0..3u8 {
+                writes.push((arm, k * period, p, 128 + u64::from(p) + arm / 45_000 * 3));
+            }
+        }
+        check(clocks, &accesses, &writes).unwrap();
+        let (reference, _) = run(Stepping::PerClock, false, clocks, &accesses, &writes, 0);
+        let (late, _) = run(Stepping::FastForward, true, clocks, &accesses, &writes, 1);
+        caught += usize::from(late.ram != reference.ram);
+    }
+    assert!(caught > 0, "a write stored a clock late went unseen");
 }

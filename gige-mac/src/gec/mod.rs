@@ -16,8 +16,9 @@
 //!   their transaction. A write that covers a descriptor's cmdsts is a DP83820
 //!   write-back: on a TX descriptor with OWN clear it reports `GecTxDone`, on an RX
 //!   descriptor with OWN set `GecRxFrame` ([`target`]). In untraced fast stepping the
-//!   local bus answers the reads itself from the RAM, with the same timing and bytes
-//!   ([`GecParams::ram_backing`], `pci_model::ram_fold`).
+//!   local bus answers the reads itself from the RAM, with the same timing and bytes,
+//!   and stores the writes outside the descriptor rings itself, at the same place in
+//!   the order ([`GecParams::ram_backing`], `pci_model::ram_fold`).
 //! - **local-bus master** for DP83820 register writes (one dword each): TXDP, RXDP,
 //!   TXCFG, RXCFG and CR.RXE at initialization; CR.TXE for every frame; CR.RXE after a
 //!   released buffer is the one the receiver stopped at ([`port`]).

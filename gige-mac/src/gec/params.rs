@@ -114,13 +114,16 @@ impl GecParams {
     /// ([`pci_model::PciBus::set_ram_backed`]): the bus answers the DP83820's reads from
     /// it as the GEC's `target_read` does (the RAM's window, a target abort for a read
     /// starting outside it, the data `ram_read_latency` core clocks after the sampling
-    /// edge).
+    /// edge), and stores the DP83820's writes outside the descriptor rings in it as the
+    /// GEC's `target_write` does (it reacts only to writes of a descriptor's status,
+    /// which stay messages).
     #[must_use]
     pub fn ram_backing(&self, layout: &crate::BufferLayout) -> pci_model::RamBacking {
         pci_model::RamBacking {
             start: layout.base,
             end: layout.base + layout.size(),
             read_latency: self.ram_read_latency,
+            watch: (layout.base, layout.base + layout.slots_offset()),
         }
     }
 

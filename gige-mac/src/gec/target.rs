@@ -13,7 +13,10 @@
 //! the same timing and bytes (`GecParams::ram_backing`, `pci_model::ram_fold`): no
 //! `TargetRead` reaches the GEC then, and the bus counts those reads
 //! (`PciBus::fold_stats`), which the system's reports add to `target_reads` and
-//! `target_errors`.
+//! `target_errors`. It stores the writes outside the descriptor rings itself as well
+//! (the write fold, at the place `TargetWrite` would have had): those only store bytes
+//! here; the rings' writes, where a status write-back completes a descriptor, still
+//! come as `TargetWrite`. The system's reports add the stored ones to `target_writes`.
 
 use super::Gec;
 use crate::buffer_ram::BufferRam;

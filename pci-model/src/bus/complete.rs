@@ -392,6 +392,10 @@ impl PciBus {
             self.clk_next,
             self.now_clk
         );
+        if self.fold_on && matches!(msg, PciMsg::TargetWrite { .. }) {
+            self.fold_write(ctx, to, at, msg);
+            return;
+        }
         ctx.send_at(to, at, msg.into());
     }
 

@@ -41,13 +41,16 @@ use crate::params::Stepping;
 use crate::ram_fold::{FoldRam, RamBacking};
 use sim_kernel::{ComponentId, Ctx, Cycles, EventKey, Priority, Time};
 
-/// Reads the bus answered from a target's RAM (they never reached the target).
+/// Reads the bus answered from a target's RAM, and writes it stored there (they never
+/// reached the target).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FoldStats {
     /// Reads answered (the target's `TargetRead`s that were not sent).
     pub reads: u64,
     /// Of them, reads starting outside the RAM, answered with target abort.
     pub aborts: u64,
+    /// Writes stored (the target's `TargetWrite`s that were not sent).
+    pub writes: u64,
 }
 
 /// A sample decided in an address phase, registered with the RAM when the handler ends.
@@ -91,11 +94,17 @@ impl PciBus {
         ram: &mut R,
     ) {
         if self.samples_out > 0 {
+            // The writes stored for places before this event first: a sample sees those
+            // before its own place.
+            ram.pass(ctx.event_key());
             self.take_samples(ctx.event_key(), ram);
         }
         self.fold_on = true;
         self.handle(msg, ctx, None);
         self.fold_on = false;
+        if !self.fold_writes.is_empty() {
+            self.store_writes(ram);
+        }
         if self.fold_new.is_empty() {
             return;
         }
@@ -114,6 +123,15 @@ impl PciBus {
             }
         }
         self.fold_new = new;
+    }
+
+    /// Hands the writes stored in this handler to the RAM (the write fold). Out of line:
+    /// inlined, it kept `handle` from being inlined into `handle_ram`.
+    #[inline(never)]
+    fn store_writes<R: FoldRam + ?Sized>(&mut self, ram: &mut R) {
+        for (at, addr, data) in self.fold_writes.drain(..) {
+            ram.write_at(at, addr, data);
+        }
     }
 
     /// Reads answered from a target's RAM so far.
@@ -216,6 +234,55 @@ impl PciBus {
             reply: Some(reply),
             visible_from: k_d.saturating_add(self.fold_skew),
         })
+    }
+
+    /// Test hook: a folded write's place lies `clocks` of the target's clocks late, a
+    /// deliberately broken fold that the tests must catch. 0 (the default) in every real
+    /// run.
+    pub fn set_fold_write_skew_clocks(&mut self, clocks: u64) {
+        self.fold_write_skew = clocks;
+    }
+
+    /// The write fold (see [`crate::ram_fold`]): `msg`, a `TargetWrite` for component
+    /// `to` to land at `at`, stored for the RAM of a RAM-backed target at the place the
+    /// message would have taken, instead of sent; sent when it must be: another target,
+    /// a write the target watches, one outside the RAM, a traced run or per-clock
+    /// stepping. Out of line: `emit`, which every output passes, stays small.
+    #[inline(never)]
+    pub(super) fn fold_write<M: From<PciMsg>>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        to: ComponentId,
+        at: Time,
+        msg: PciMsg,
+    ) {
+        let PciMsg::TargetWrite { addr, data } = msg else {
+            ctx.send_at(to, at, msg.into());
+            return;
+        };
+        let folds = !ctx.tracing()
+            && self.params.stepping == Stepping::FastForward
+            && self.ram_targets.iter().any(|(ti, ram)| {
+                matches!(self.targets[*ti].kind, TargetKind::Device { component, .. } if component == to)
+                    && ram.folds_write(addr, data.len() as u64)
+            });
+        if !folds {
+            ctx.send_at(to, at, PciMsg::TargetWrite { addr, data }.into());
+            return;
+        }
+        // Where `send_at` would land it, and the sequence number its push would take.
+        let target = ctx.domain_of(to);
+        let mut time = target.landing(ctx.now(), at);
+        if self.fold_write_skew > 0 {
+            time = target.edge_after(time, Cycles(self.fold_write_skew));
+        }
+        let place = EventKey {
+            time,
+            priority: Priority::NORMAL,
+            sequence: ctx.reserve_sequence(),
+        };
+        self.fold.writes += 1;
+        self.fold_writes.push((place, addr, data));
     }
 
     /// The bus clock whose edge is `t` (or the last one before it).

@@ -257,6 +257,12 @@ pub struct PciBus {
     fold_new: Vec<fold::NewSample>,
     /// Samples registered with the RAM and not taken yet.
     samples_out: u64,
+    /// Writes stored for the RAM in this handler (the write fold), handed to it at its
+    /// end: place, address, bytes.
+    fold_writes: Vec<(sim_kernel::EventKey, u64, Vec<u8>)>,
+    /// Test hook: target clocks a folded write's place lies late (see
+    /// [`PciBus::set_fold_write_skew_clocks`]); 0 in every real run.
+    fold_write_skew: u64,
     /// Reads answered from a target's RAM.
     fold: FoldStats,
     /// Test hook: clocks a folded read's data is seen late (0 in every real run).
@@ -341,6 +347,8 @@ impl PciBus {
             fold_on: false,
             fold_new: Vec::new(),
             samples_out: 0,
+            fold_writes: Vec::new(),
+            fold_write_skew: 0,
             fold: FoldStats::default(),
             fold_skew: 0,
             untraced_read_skew: 0,

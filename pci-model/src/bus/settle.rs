@@ -78,6 +78,9 @@ impl PciBus {
         until: Time,
         ram: &mut R,
     ) {
+        // The writes stored for places up to `until` have landed (the reference's
+        // `TargetWrite`s there have run).
+        ram.pass(crate::ram_fold::PendingWrites::after_instant(until));
         if self.samples_out > 0 {
             kernel.call(me, |ctx| self.take_samples(ctx.event_key(), ram));
         }

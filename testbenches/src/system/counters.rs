@@ -1,6 +1,6 @@
-//! Counters of a component that another one keeps part of: the GEC's local-bus reads,
-//! which the local bus answers from the buffer RAM on its behalf in untraced fast
-//! stepping (the GEC read fold, `pci_model::ram_fold`), and the card's DMA master, which
+//! Counters of a component that another one keeps part of: the GEC's local-bus reads
+//! and writes, which the local bus answers from and stores in the buffer RAM on its
+//! behalf in untraced fast stepping (the GEC read and write folds, `pci_model::ram_fold`), and the card's DMA master, which
 //! the system bus runs then (`PciBus::fold_dma_master`).
 
 use super::build::System;
@@ -10,8 +10,8 @@ use pci_model::DmaMaster;
 
 impl System {
     /// The GEC's counters of node `n` with the local-bus reads the bus answered from
-    /// the buffer RAM for it (`PciBus::fold_stats`): the counts of a run in which every
-    /// read reached the GEC.
+    /// the buffer RAM for it and the writes it stored there (`PciBus::fold_stats`): the
+    /// counts of a run in which every read and write reached the GEC.
     #[must_use]
     pub fn gec_stats(&self, n: usize) -> Option<GecStats> {
         let ids = self.nodes.get(n)?;
@@ -23,6 +23,7 @@ impl System {
             let folded = b.fold_stats();
             s.target_reads += folded.reads;
             s.target_errors += folded.aborts;
+            s.target_writes += folded.writes;
         }
         Some(s)
     }
