@@ -172,7 +172,7 @@ fn run(
     (core_mhz, latency, lt): (f64, u64, u64),
     accesses: &[Access],
     writes: &[Write],
-    write_skew: u64,
+    (cut, write_skew): (Option<u64>, u64),
 ) -> (Outcome, u64) {
     let params = BusParams {
         stepping,
@@ -248,12 +248,29 @@ fn run(
         };
         k.post(WRITER, Time(arm), msg);
     }
-    k.run_to_idle(&mut sim);
-    sim.ram.pass(PendingWrites::after_instant(Time(u64::MAX)));
-    assert!(
-        sim.ram.writes.is_empty(),
-        "a stored write was never applied"
-    );
+    // Run to the end, or cut at an instant (every event at or before it run), and
+    // settle the bus there, as a system run ends.
+    let until = match cut {
+        Some(t) => {
+            k.run_until(&mut sim, Time(t));
+            Time(t)
+        }
+        None => {
+            k.run_to_idle(&mut sim);
+            Time(1 << 60)
+        }
+    };
+    if fold {
+        sim.bus.settle_ram(&mut k, BUS, until, &mut sim.ram);
+    } else {
+        sim.bus.settle(&mut k, BUS, until, None);
+    }
+    if cut.is_none() {
+        assert!(
+            sim.ram.writes.is_empty(),
+            "a stored write left after a drained run"
+        );
+    }
     let events = k.stats().events;
     let folded = sim.bus.fold_stats();
     let outcome = Outcome {
@@ -272,12 +289,60 @@ fn check(
     accesses: &[Access],
     writes: &[Write],
 ) -> Result<(), TestCaseError> {
-    let (reference, _) = run(Stepping::PerClock, false, clocks, accesses, writes, 0);
-    let (messages, message_events) = run(Stepping::FastForward, false, clocks, accesses, writes, 0);
-    let (folded, fold_events) = run(Stepping::FastForward, true, clocks, accesses, writes, 0);
+    check_cut(clocks, accesses, writes, None)
+}
+
+/// [`check`] for a run cut at `cut` (ps; `None`: run to the end).
+fn check_cut(
+    clocks: (f64, u64, u64),
+    accesses: &[Access],
+    writes: &[Write],
+    cut: Option<u64>,
+) -> Result<(), TestCaseError> {
+    let (reference, _) = run(
+        Stepping::PerClock,
+        false,
+        clocks,
+        accesses,
+        writes,
+        (cut, 0),
+    );
+    let (messages, message_events) = run(
+        Stepping::FastForward,
+        false,
+        clocks,
+        accesses,
+        writes,
+        (cut, 0),
+    );
+    let (folded, fold_events) = run(
+        Stepping::FastForward,
+        true,
+        clocks,
+        accesses,
+        writes,
+        (cut, 0),
+    );
+    if cut.is_some() {
+        prop_assert!(
+            messages == reference,
+            "messages differ from per-clock stepping"
+        );
+        prop_assert!(
+            folded == reference,
+            "the folds differ from per-clock stepping"
+        );
+        return Ok(());
+    }
     prop_assert_eq!(reference.dones.len(), accesses.len());
-    prop_assert_eq!(&messages, &reference);
-    prop_assert_eq!(&folded, &reference);
+    prop_assert!(
+        messages == reference,
+        "messages differ from per-clock stepping"
+    );
+    prop_assert!(
+        folded == reference,
+        "the folds differ from per-clock stepping"
+    );
     // Every read folds (two messages fewer), and every write outside the watched
     // window (one).
     let folds = accesses
@@ -294,9 +359,9 @@ proptest! {
     /// Random reads (some past the initial latency limit: Retried, then a delayed
     /// completion) and writes (some into the watched window), random target clocks and
     /// latencies, and the writer's writes at and around the instants the target samples
-    /// a read or takes a write.
+    /// a read or takes a write; runs to the end and cut at a random instant.
     #[test]
-    fn folded_reads_equal_the_messages(
+    fn folded_reads_and_writes_equal_the_messages(
         core_mhz in prop::sample::select(vec![33.0, 50.0, 100.0, 125.0, 133.0]),
         latency in 0u64..40,
         lt in prop::sample::select(vec![8u64, 16, 64]),
@@ -305,8 +370,10 @@ proptest! {
             1..6,
         ),
         writes in prop::collection::vec((0u64..3_200_000, 0u64..3_400_000, 0u8..3, 0u64..SIZE), 0..60),
+        cut in 0u64..4_000_000,
     ) {
         check((core_mhz, latency, lt), &accesses, &writes)?;
+        check_cut((core_mhz, latency, lt), &accesses, &writes, Some(cut))?;
     }
 }
 
@@ -352,9 +419,34 @@ fn writes_at_a_folded_write_s_instant_are_ordered_as_the_messages() {
             }
         }
         check(clocks, &accesses, &writes).unwrap();
-        let (reference, _) = run(Stepping::PerClock, false, clocks, &accesses, &writes, 0);
-        let (late, _) = run(Stepping::FastForward, true, clocks, &accesses, &writes, 1);
+        let (reference, _) = run(
+            Stepping::PerClock,
+            false,
+            clocks,
+            &accesses,
+            &writes,
+            (None, 0),
+        );
+        let (late, _) = run(
+            Stepping::FastForward,
+            true,
+            clocks,
+            &accesses,
+            &writes,
+            (None, 1),
+        );
         caught += usize::from(late.ram != reference.ram);
     }
     assert!(caught > 0, "a write stored a clock late went unseen");
+}
+
+/// A run cut while a folded write or read is on its way (its message not delivered
+/// yet) counts and stores what the messages' run does: every cut in 1 ns steps across
+/// a write and a read.
+#[test]
+fn a_run_cut_while_a_folded_message_is_on_its_way_counts_as_the_messages() {
+    let accesses = [(0, 128, 8, true), (200_000, 256, 8, false)];
+    for ns in 100..400u64 {
+        check_cut((100.0, 2, 64), &accesses, &[], Some(ns * 1000)).unwrap();
+    }
 }

@@ -42,7 +42,9 @@ use crate::ram_fold::{FoldRam, RamBacking};
 use sim_kernel::{ComponentId, Ctx, Cycles, EventKey, Priority, Time};
 
 /// Reads the bus answered from a target's RAM, and writes it stored there (they never
-/// reached the target).
+/// reached the target): each counted once the run has passed the place its message
+/// would have been delivered at (as the target counts it), so that the counts of a run
+/// cut while one is on its way are those of the messages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FoldStats {
     /// Reads answered (the target's `TargetRead`s that were not sent).
@@ -51,6 +53,27 @@ pub struct FoldStats {
     pub aborts: u64,
     /// Writes stored (the target's `TargetWrite`s that were not sent).
     pub writes: u64,
+}
+
+/// What a folded message would have been, for [`FoldStats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Folded {
+    Read,
+    Abort,
+    Write,
+}
+
+impl FoldStats {
+    fn count(&mut self, what: Folded) {
+        match what {
+            Folded::Read => self.reads += 1,
+            Folded::Abort => {
+                self.reads += 1;
+                self.aborts += 1;
+            }
+            Folded::Write => self.writes += 1,
+        }
+    }
 }
 
 /// A sample decided in an address phase, registered with the RAM when the handler ends.
@@ -93,6 +116,9 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         ram: &mut R,
     ) {
+        if !self.fold_places.is_empty() {
+            self.count_passed(ctx.event_key());
+        }
         if self.samples_out > 0 {
             // The writes stored for places before this event first: a sample sees those
             // before its own place.
@@ -134,10 +160,34 @@ impl PciBus {
         }
     }
 
-    /// Reads answered from a target's RAM so far.
+    /// Reads answered from a target's RAM and writes stored there so far: those whose
+    /// message's place the run has passed (see [`FoldStats`]).
     #[must_use]
     pub fn fold_stats(&self) -> FoldStats {
         self.fold
+    }
+
+    /// Counts the folded messages whose place comes before `now`.
+    pub(super) fn count_passed(&mut self, now: EventKey) {
+        while let Some(&(at, what)) = self.fold_places.front() {
+            if at >= now {
+                break;
+            }
+            self.fold_places.pop_front();
+            self.fold.count(what);
+        }
+    }
+
+    /// Notes a folded message whose place is `at`, counted once the run passes it.
+    fn fold_place(&mut self, at: EventKey, what: Folded) {
+        // Places come in order (clock order, the landing rule monotonic); one that does
+        // not is put where it belongs.
+        let i = self
+            .fold_places
+            .iter()
+            .rposition(|&(k, _)| k < at)
+            .map_or(0, |i| i + 1);
+        self.fold_places.insert(i, (at, what));
     }
 
     /// Test hook: a folded read's data is seen `clocks` late, a deliberately broken
@@ -208,12 +258,12 @@ impl PciBus {
         } else {
             0
         };
-        self.fold.reads += 1;
         let reply = if n == 0 {
-            self.fold.aborts += 1;
+            self.fold_place(at, Folded::Abort);
             tracing::warn!(target: "pci::bus", addr, len, "read outside the target's RAM: target abort");
             DeviceReply::Abort
         } else {
+            self.fold_place(at, Folded::Read);
             self.fold_new.push(NewSample {
                 tag,
                 at,
@@ -281,7 +331,7 @@ impl PciBus {
             priority: Priority::NORMAL,
             sequence: ctx.reserve_sequence(),
         };
-        self.fold.writes += 1;
+        self.fold_place(place, Folded::Write);
         self.fold_writes.push((place, addr, data));
     }
 

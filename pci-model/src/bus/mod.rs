@@ -263,8 +263,10 @@ pub struct PciBus {
     /// Test hook: target clocks a folded write's place lies late (see
     /// [`PciBus::set_fold_write_skew_clocks`]); 0 in every real run.
     fold_write_skew: u64,
-    /// Reads answered from a target's RAM.
+    /// Reads answered from a target's RAM and writes stored there, counted.
     fold: FoldStats,
+    /// Folded messages whose place the run has not passed yet (not counted yet).
+    fold_places: std::collections::VecDeque<(sim_kernel::EventKey, fold::Folded)>,
     /// Test hook: clocks a folded read's data is seen late (0 in every real run).
     fold_skew: u64,
     /// Test hook: clocks added to the untraced wake-up bound of a delayed read's retry
@@ -350,6 +352,7 @@ impl PciBus {
             fold_writes: Vec::new(),
             fold_write_skew: 0,
             fold: FoldStats::default(),
+            fold_places: std::collections::VecDeque::new(),
             fold_skew: 0,
             untraced_read_skew: 0,
             lazy_commits: false,

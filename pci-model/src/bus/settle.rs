@@ -78,9 +78,12 @@ impl PciBus {
         until: Time,
         ram: &mut R,
     ) {
-        // The writes stored for places up to `until` have landed (the reference's
-        // `TargetWrite`s there have run).
-        ram.pass(crate::ram_fold::PendingWrites::after_instant(until));
+        // The messages folded for places up to `until` have landed (the reference's
+        // `TargetWrite`s and `TargetRead`s there have run): the writes are in, the
+        // counts taken.
+        let end = crate::ram_fold::PendingWrites::after_instant(until);
+        ram.pass(end);
+        self.count_passed(end);
         if self.samples_out > 0 {
             kernel.call(me, |ctx| self.take_samples(ctx.event_key(), ram));
         }
