@@ -42,9 +42,9 @@ use crate::ram_fold::{FoldRam, RamBacking};
 use sim_kernel::{ComponentId, Ctx, Cycles, EventKey, Priority, Time};
 
 /// Reads the bus answered from a target's RAM, and writes it stored there (they never
-/// reached the target): each counted once the run has passed the place its message
-/// would have been delivered at (as the target counts it), so that the counts of a run
-/// cut while one is on its way are those of the messages.
+/// reached the target): as the target counts them, where the run passes the place its
+/// message would have been delivered at, once the bus is settled (a run cut while one is
+/// on its way does not count it, as the messages' run does not).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FoldStats {
     /// Reads answered (the target's `TargetRead`s that were not sent).
@@ -55,6 +55,12 @@ pub struct FoldStats {
     pub writes: u64,
 }
 
+/// The places of the bus's last folded messages it keeps, to take back from the counts
+/// those a run stops before (see [`PciBus::settle_ram`]): a folded message's place is a
+/// target clock or two after the bus clock that folds it, and a transaction takes at
+/// least two bus clocks, so a stop can fall before the places of a few at most.
+pub(crate) const RECENT_FOLDS: usize = 64;
+
 /// What a folded message would have been, for [`FoldStats`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Folded {
@@ -64,7 +70,7 @@ pub(crate) enum Folded {
 }
 
 impl FoldStats {
-    fn count(&mut self, what: Folded) {
+    pub(crate) fn count(&mut self, what: Folded) {
         match what {
             Folded::Read => self.reads += 1,
             Folded::Abort => {
@@ -116,9 +122,6 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         ram: &mut R,
     ) {
-        if !self.fold_places.is_empty() {
-            self.count_passed(ctx.event_key());
-        }
         if self.samples_out > 0 {
             // The writes stored for places before this event first: a sample sees those
             // before its own place.
@@ -160,34 +163,53 @@ impl PciBus {
         }
     }
 
-    /// Reads answered from a target's RAM and writes stored there so far: those whose
-    /// message's place the run has passed (see [`FoldStats`]).
+    /// Reads answered from a target's RAM and writes stored there so far (see
+    /// [`FoldStats`]; up to date once the bus is settled, [`PciBus::settle_ram`]: before,
+    /// those on their way are counted too).
     #[must_use]
     pub fn fold_stats(&self) -> FoldStats {
-        self.fold
-    }
-
-    /// Counts the folded messages whose place comes before `now`.
-    pub(super) fn count_passed(&mut self, now: EventKey) {
-        while let Some(&(at, what)) = self.fold_places.front() {
-            if at >= now {
-                break;
-            }
-            self.fold_places.pop_front();
-            self.fold.count(what);
+        let (c, u) = (self.fold, self.fold_unpassed);
+        FoldStats {
+            reads: c.reads - u.reads,
+            aborts: c.aborts - u.aborts,
+            writes: c.writes - u.writes,
         }
     }
 
-    /// Notes a folded message whose place is `at`, counted once the run passes it.
+    /// At a stop after the events at or before `end`: the folded messages whose place is
+    /// after it are not counted (see [`FoldStats`]).
+    pub(super) fn uncount_after(&mut self, end: EventKey) {
+        let mut unpassed = FoldStats::default();
+        let kept = usize::try_from(self.fold_recent_n)
+            .unwrap_or(usize::MAX)
+            .min(RECENT_FOLDS);
+        let mut all = true;
+        for back in 1..=kept {
+            let i = (self.fold_recent_n - back as u64) as usize % RECENT_FOLDS;
+            let (at, what) = self.fold_recent[i];
+            if at <= end {
+                all = false;
+                break;
+            }
+            unpassed.count(what);
+        }
+        if all && self.fold_recent_n > RECENT_FOLDS as u64 {
+            tracing::error!(target: "pci::bus", "more folded messages on their way than kept: counts too high");
+            debug_assert!(
+                false,
+                "more than {RECENT_FOLDS} folded messages on their way"
+            );
+        }
+        self.fold_unpassed = unpassed;
+    }
+
+    /// Counts a folded message whose place is `at`, keeping the place (see
+    /// [`PciBus::uncount_after`]).
     fn fold_place(&mut self, at: EventKey, what: Folded) {
-        // Places come in order (clock order, the landing rule monotonic); one that does
-        // not is put where it belongs.
-        let i = self
-            .fold_places
-            .iter()
-            .rposition(|&(k, _)| k < at)
-            .map_or(0, |i| i + 1);
-        self.fold_places.insert(i, (at, what));
+        self.fold.count(what);
+        let i = (self.fold_recent_n % RECENT_FOLDS as u64) as usize;
+        self.fold_recent[i] = (at, what);
+        self.fold_recent_n += 1;
     }
 
     /// Test hook: a folded read's data is seen `clocks` late, a deliberately broken

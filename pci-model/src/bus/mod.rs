@@ -263,10 +263,14 @@ pub struct PciBus {
     /// Test hook: target clocks a folded write's place lies late (see
     /// [`PciBus::set_fold_write_skew_clocks`]); 0 in every real run.
     fold_write_skew: u64,
-    /// Reads answered from a target's RAM and writes stored there, counted.
+    /// Reads answered from a target's RAM and writes stored there.
     fold: FoldStats,
-    /// Folded messages whose place the run has not passed yet (not counted yet).
-    fold_places: std::collections::VecDeque<(sim_kernel::EventKey, fold::Folded)>,
+    /// Of them, those whose place comes after the last settled stop (not counted).
+    fold_unpassed: FoldStats,
+    /// The places of the last folded messages, a ring (`fold.rs`).
+    fold_recent: [(sim_kernel::EventKey, fold::Folded); fold::RECENT_FOLDS],
+    /// Folded messages so far (the ring's next index, modulo its size).
+    fold_recent_n: u64,
     /// Test hook: clocks a folded read's data is seen late (0 in every real run).
     fold_skew: u64,
     /// Test hook: clocks added to the untraced wake-up bound of a delayed read's retry
@@ -352,7 +356,10 @@ impl PciBus {
             fold_writes: Vec::new(),
             fold_write_skew: 0,
             fold: FoldStats::default(),
-            fold_places: std::collections::VecDeque::new(),
+            fold_unpassed: FoldStats::default(),
+            fold_recent: [(sim_kernel::EventKey::default(), fold::Folded::Read);
+                fold::RECENT_FOLDS],
+            fold_recent_n: 0,
             fold_skew: 0,
             untraced_read_skew: 0,
             lazy_commits: false,

@@ -79,11 +79,11 @@ impl PciBus {
         ram: &mut R,
     ) {
         // The messages folded for places up to `until` have landed (the reference's
-        // `TargetWrite`s and `TargetRead`s there have run): the writes are in, the
-        // counts taken.
+        // `TargetWrite`s and `TargetRead`s there have run): the writes are in; those
+        // after it are not counted.
         let end = crate::ram_fold::PendingWrites::after_instant(until);
         ram.pass(end);
-        self.count_passed(end);
+        self.uncount_after(end);
         if self.samples_out > 0 {
             kernel.call(me, |ctx| self.take_samples(ctx.event_key(), ram));
         }
