@@ -13,10 +13,26 @@ fn hvia(args: &[&str]) -> Output {
         .expect("hvia runs")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hvia-shard-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A scratch directory of this test process, removed when dropped (also when an
+/// assertion fails).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("hvia-shard-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The report of `args`, without what differs from run to run.
@@ -48,13 +64,14 @@ fn merged_shards_equal_the_unsharded_sweep() {
         "json",
     ];
     let whole = report(&base);
+    let scratch = Scratch::new();
     let mut files = Vec::new();
     for k in ["2/3", "1/3", "3/3"] {
         let o = hvia(&[&base[..], &["--shard", k]].concat());
         assert!(o.status.success());
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(v["shard"]["count"], 3);
-        let path = scratch(&format!("s{}.json", &k[..1]));
+        let path = scratch.file(&format!("s{}.json", &k[..1]));
         std::fs::write(&path, &o.stdout).unwrap();
         files.push(path);
     }
