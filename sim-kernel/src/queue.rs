@@ -140,7 +140,8 @@ impl PartialOrd for Keyed {
 }
 impl Ord for Keyed {
     /// Reversed, so that `BinaryHeap` (a max-heap) pops the smallest key (keys are
-    /// unique: the sequence number is in them).
+    /// unique, the sequence number in them, but for deferred entries not rekeyed yet:
+    /// `BinaryHeap::peek` and `pop` agree on which of tied keys is first).
     fn cmp(&self, other: &Self) -> Ordering {
         other.key.cmp(&self.key)
     }
@@ -257,14 +258,17 @@ impl Keys {
         self.far.push(e);
     }
 
-    /// The entry with the smallest key.
+    /// The entry with the smallest key: the one [`Keys::pop`] takes. Keys tie between
+    /// deferred entries of one instant and priority not rekeyed yet (their sequence is
+    /// `DEFERRED_SEQ`); on a tie both take the array's entry (`purge` frees the slot of
+    /// the entry it peeked at and pops: they must be the same entry).
     #[inline]
     fn peek(&self) -> Option<Keyed> {
         let n = self.n.checked_sub(1).map(|i| self.near(i));
         match self.far.peek() {
             None => n,
             Some(&f) => match n {
-                Some(n) if n.key < f.key => Some(n),
+                Some(n) if n.key <= f.key => Some(n),
                 _ => Some(f),
             },
         }
@@ -594,7 +598,12 @@ impl<T> EventQueue<T> {
             {
                 return;
             }
-            self.heap.pop();
+            let popped = self.heap.pop();
+            debug_assert_eq!(
+                popped.map(|k| k.slot),
+                Some(slot),
+                "purge pops the entry it peeked at"
+            );
             self.free_slot(slot);
             self.cancelled -= 1;
         }
@@ -738,6 +747,34 @@ mod tests {
             assert!(!q.cancel(t), "popped");
             assert!(!q.cancel(e), "popped");
         }
+    }
+
+    /// Two deferred entries of one instant and priority share a key until rekeyed; with
+    /// one in the sorted array and one in the heap, cancelling the heap's one drops it
+    /// (not the other), and every slot is freed once.
+    #[test]
+    fn a_cancelled_deferred_entry_tied_with_another_across_array_and_heap() {
+        let mut q = EventQueue::new();
+        for i in 0..31 {
+            q.push(Time(100), Priority::NORMAL, TO, i);
+        }
+        // The 32nd entry fills the sorted array; the 33rd goes to the heap, same key.
+        let kept = q.push_deferred(Time(5), Priority::NORMAL, TO, 1000);
+        let gone = q.push_deferred(Time(5), Priority::NORMAL, TO, 1001);
+        assert!(q.cancel(gone));
+        assert_eq!(q.len(), 32);
+        assert!(
+            q.rekey(kept, Time(5), Priority::NORMAL).is_some(),
+            "still queued"
+        );
+        let later = q.push_token(Time(200), Priority::NORMAL, TO, 2000);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|e| e.item)).collect();
+        let mut want = vec![1000];
+        want.extend(0..31);
+        want.push(2000);
+        assert_eq!(order, want);
+        assert!(q.is_empty());
+        assert!(!q.cancel(later), "popped");
     }
 
     proptest! {

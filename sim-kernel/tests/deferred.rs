@@ -221,3 +221,41 @@ fn a_cancelled_deferred_send_is_never_delivered() {
     assert_eq!(w.0, vec![(Time(30_000), 1)]);
     assert!(!k.call(a, |ctx| ctx.cancel(kept)), "delivered");
 }
+
+/// As above with a longer queue: two messages deferred to one instant and priority
+/// share a key until their place, one in the queue's sorted array and one in its heap
+/// (past 32 queued events); cancelling the second drops it alone, and the run goes on
+/// (a slot freed while its entry was still queued corrupted the free list).
+#[test]
+fn a_cancelled_deferred_send_with_a_long_queue_is_never_delivered() {
+    struct Log(Vec<(Time, u8)>);
+    impl World<u8> for Log {
+        fn deliver(&mut self, _: ComponentId, msg: u8, ctx: &mut Ctx<'_, u8>) {
+            self.0.push((ctx.now(), msg));
+            if msg == 1 {
+                ctx.send(ctx.me(), 200);
+            }
+        }
+    }
+    let mut k: Kernel<u8> = Kernel::new(false);
+    let d = k.add_domain(ClockDomain::from_mhz("clk", 100.0).unwrap()); // 10 ns
+    let a = k.add_component("a", d);
+    for i in 0..31 {
+        k.post(a, Time(50_000), 100 + i);
+    }
+    let gone = k.call(a, |ctx| {
+        let place = EventKey {
+            time: Time(20_000),
+            priority: Priority::NORMAL,
+            sequence: ctx.reserve_sequence(),
+        };
+        ctx.send_deferred(a, Time(30_000), Priority::NORMAL, 1, place);
+        ctx.send_deferred(a, Time(30_000), Priority::NORMAL, 2, place)
+    });
+    assert!(k.call(a, |ctx| ctx.cancel(gone)));
+    let mut w = Log(Vec::new());
+    k.run_to_idle(&mut w);
+    let mut want = vec![(Time(30_000), 1), (Time(40_000), 200)];
+    want.extend((100..131).map(|i| (Time(50_000), i)));
+    assert_eq!(w.0, want);
+}
