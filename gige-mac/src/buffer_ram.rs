@@ -338,6 +338,15 @@ impl FoldRam for BufferRam {
 mod tests {
     use super::*;
 
+    /// The place `(t, p, seq)` in a run's order.
+    fn key(t: u64, p: sim_kernel::Priority, seq: u64) -> EventKey {
+        EventKey {
+            time: sim_kernel::Time(t),
+            priority: p,
+            sequence: seq,
+        }
+    }
+
     #[test]
     fn default_layout_addresses() {
         let l = BufferLayout::default();
@@ -374,12 +383,7 @@ mod tests {
     /// read would have been has an equal or higher key).
     #[test]
     fn a_sample_keeps_the_bytes_of_its_place_in_the_order() {
-        use sim_kernel::{Priority, Time};
-        let key = |t: u64, p: Priority, seq: u64| EventKey {
-            time: Time(t),
-            priority: p,
-            sequence: seq,
-        };
+        use sim_kernel::Priority;
         let mut ram = BufferRam::new(BufferLayout::default()).unwrap();
         let a = ram.layout().tx_buffer(0).unwrap();
         ram.write(a, &[1, 1, 1, 1, 1, 1, 1, 1]).unwrap();
@@ -424,11 +428,6 @@ mod tests {
     #[test]
     fn a_stored_write_lands_at_its_place_in_the_order() {
         use sim_kernel::{Priority, Time};
-        let key = |t: u64, p: Priority, seq: u64| EventKey {
-            time: Time(t),
-            priority: p,
-            sequence: seq,
-        };
         let mut ram = BufferRam::new(BufferLayout::default()).unwrap();
         let a = ram.layout().rx_buffer(0).unwrap();
         ram.write(a, &[1, 1, 1, 1]).unwrap();

@@ -1,6 +1,7 @@
-//! Reads a bus answers itself from a device target's RAM: the "read fold" of a
-//! RAM-backed target (the GEC's buffer RAM on the card's local bus), in untraced
-//! `Stepping::FastForward` only (see `bus/fold.rs` for the timing).
+//! Reads a bus answers itself from a device target's RAM, and writes it stores there
+//! itself: the "read fold" and the "write fold" of a RAM-backed target (the GEC's
+//! buffer RAM on the card's local bus), in untraced `Stepping::FastForward` only (see
+//! `bus/fold.rs` for the timing).
 //!
 //! Without the fold, the bus announces a device read with `TargetRead`; the device
 //! samples the RAM when that message lands (the instant `t_s`, an event of its own) and
@@ -35,8 +36,9 @@
 
 use sim_kernel::{Cycles, EventKey};
 
-/// A device target whose reads are served from a RAM the bus can be given (see
-/// [`crate::PciBus::set_ram_backed`]): where the RAM is and how late its data comes.
+/// A device target whose reads are served from, and writes stored in, a RAM the bus can
+/// be given (see [`crate::PciBus::set_ram_backed`]): where the RAM is, how late its data
+/// comes, and which writes the target must see itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RamBacking {
     /// First byte of the RAM on the bus.
@@ -68,8 +70,8 @@ impl RamBacking {
     }
 }
 
-/// Storage the bus can read a RAM-backed target's answers from (implemented by the
-/// card's buffer RAM).
+/// Storage the bus can read a RAM-backed target's answers from and store its writes in
+/// (implemented by the card's buffer RAM).
 pub trait FoldRam {
     /// Registers a read of `[addr, addr + len)` sampled at the place `at` of the run's
     /// order (inside the RAM); returns its id.

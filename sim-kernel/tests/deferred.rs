@@ -192,16 +192,23 @@ fn a_deferred_send_placed_too_early_is_caught() {
     assert!(caught, "a deferred send placed too early went unnoticed");
 }
 
+/// Every delivery of a run of `u8` messages with its instant; message 1 is answered
+/// with message 200 a cycle later.
+struct Log(Vec<(Time, u8)>);
+
+impl World<u8> for Log {
+    fn deliver(&mut self, _: ComponentId, msg: u8, ctx: &mut Ctx<'_, u8>) {
+        self.0.push((ctx.now(), msg));
+        if msg == 1 {
+            ctx.send(ctx.me(), 200);
+        }
+    }
+}
+
 /// A deferred message cancelled before its place is never delivered; the other one to
 /// that place is.
 #[test]
 fn a_cancelled_deferred_send_is_never_delivered() {
-    struct Log(Vec<(Time, u8)>);
-    impl World<u8> for Log {
-        fn deliver(&mut self, _: ComponentId, msg: u8, ctx: &mut Ctx<'_, u8>) {
-            self.0.push((ctx.now(), msg));
-        }
-    }
     let mut k: Kernel<u8> = Kernel::new(false);
     let d = k.add_domain(ClockDomain::from_mhz("clk", 100.0).unwrap()); // 10 ns
     let a = k.add_component("a", d);
@@ -218,7 +225,7 @@ fn a_cancelled_deferred_send_is_never_delivered() {
     assert!(k.call(a, |ctx| ctx.cancel(gone)));
     let mut w = Log(Vec::new());
     k.run_to_idle(&mut w);
-    assert_eq!(w.0, vec![(Time(30_000), 1)]);
+    assert_eq!(w.0, vec![(Time(30_000), 1), (Time(40_000), 200)]);
     assert!(!k.call(a, |ctx| ctx.cancel(kept)), "delivered");
 }
 
@@ -228,15 +235,6 @@ fn a_cancelled_deferred_send_is_never_delivered() {
 /// (a slot freed while its entry was still queued corrupted the free list).
 #[test]
 fn a_cancelled_deferred_send_with_a_long_queue_is_never_delivered() {
-    struct Log(Vec<(Time, u8)>);
-    impl World<u8> for Log {
-        fn deliver(&mut self, _: ComponentId, msg: u8, ctx: &mut Ctx<'_, u8>) {
-            self.0.push((ctx.now(), msg));
-            if msg == 1 {
-                ctx.send(ctx.me(), 200);
-            }
-        }
-    }
     let mut k: Kernel<u8> = Kernel::new(false);
     let d = k.add_domain(ClockDomain::from_mhz("clk", 100.0).unwrap()); // 10 ns
     let a = k.add_component("a", d);

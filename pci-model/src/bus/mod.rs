@@ -271,6 +271,8 @@ pub struct PciBus {
     fold_recent: [(sim_kernel::EventKey, fold::Folded); fold::RECENT_FOLDS],
     /// Folded messages so far (the ring's next index, modulo its size).
     fold_recent_n: u64,
+    /// `fold_unpassed` holds a settled stop's take-back (cleared at the next event).
+    fold_settled: bool,
     /// Test hook: clocks a folded read's data is seen late (0 in every real run).
     fold_skew: u64,
     /// Test hook: clocks added to the untraced wake-up bound of a delayed read's retry
@@ -360,6 +362,7 @@ impl PciBus {
             fold_recent: [(sim_kernel::EventKey::default(), fold::Folded::Read);
                 fold::RECENT_FOLDS],
             fold_recent_n: 0,
+            fold_settled: false,
             fold_skew: 0,
             untraced_read_skew: 0,
             lazy_commits: false,

@@ -69,8 +69,10 @@ impl PciBus {
         debug_assert_eq!(kernel.pending(), pending, "a bus sent a message settling");
     }
 
-    /// [`PciBus::settle`] for a bus with RAM-backed targets (`handle_ram`): the samples
-    /// of its folded reads are taken from `ram` first.
+    /// [`PciBus::settle`] for a bus with RAM-backed targets (`handle_ram`): first the
+    /// writes it stored for places up to `until` are applied to `ram`, the folded
+    /// messages whose place is after it taken back from its counts, and the samples of
+    /// its folded reads taken from `ram`.
     pub fn settle_ram<M: From<PciMsg>, R: FoldRam + ?Sized>(
         &mut self,
         kernel: &mut Kernel<M>,

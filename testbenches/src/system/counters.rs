@@ -1,6 +1,7 @@
 //! Counters of a component that another one keeps part of: the GEC's local-bus reads
 //! and writes, which the local bus answers from and stores in the buffer RAM on its
-//! behalf in untraced fast stepping (the GEC read and write folds, `pci_model::ram_fold`), and the card's DMA master, which
+//! behalf in untraced fast stepping (the GEC read and write folds,
+//! `pci_model::ram_fold`), and the card's DMA master, which
 //! the system bus runs then (`PciBus::fold_dma_master`).
 
 use super::build::System;

@@ -94,7 +94,8 @@ pub struct NodeStore {
 
 impl NodeStore {
     /// The buffer RAM for the handler of the event `ctx` delivers: told that event's key,
-    /// so that its writes keep the bytes of the local bus's pending samples (the GEC read
+    /// so that the writes the local bus stored for earlier places are in (the GEC write
+    /// fold) and its writes keep the bytes of the bus's pending samples (the GEC read
     /// fold, `pci_model::ram_fold`).
     fn ram_in<M>(&mut self, ctx: &Ctx<'_, M>) -> &mut BufferRam {
         self.ram.set_event(ctx.event_key());
