@@ -397,7 +397,7 @@ impl<T> EventQueue<T> {
         to: ComponentId,
         item: T,
     ) -> EventToken {
-        let (_, seq) = self.next_key(time, priority);
+        let seq = self.reserve_sequence();
         self.push_keyed(pack(time, priority, DEFERRED_SEQ), seq, to, item)
     }
 

@@ -127,10 +127,9 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         ram: &mut R,
     ) {
-        if self.fold_settled {
+        if self.fold_stop.is_some() {
             // The run goes on after a settled stop: what it took back counts again.
-            self.fold_settled = false;
-            self.fold_unpassed = FoldStats::default();
+            self.fold_stop = None;
         }
         if self.samples_out > 0 {
             // The writes stored for places before this event first: a sample sees those
@@ -174,45 +173,44 @@ impl PciBus {
     }
 
     /// Reads answered from a target's RAM and writes stored there so far (see
-    /// [`FoldStats`]): exact at a settled stop ([`PciBus::settle_ram`]); between stops,
-    /// those on their way are counted too.
+    /// [`FoldStats`]): exact at a settled stop ([`PciBus::settle_ram`]), whose key it
+    /// takes back those whose place is after; between stops, those on their way are
+    /// counted too.
     #[must_use]
     pub fn fold_stats(&self) -> FoldStats {
-        let (c, u) = (self.fold, self.fold_unpassed);
+        let Some(stop) = self.fold_stop else {
+            return self.fold;
+        };
+        // Every kept place is looked at (the ring's order does not matter here).
+        let kept =
+            usize::try_from(self.fold_recent_n).map_or(RECENT_FOLDS, |n| n.min(RECENT_FOLDS));
+        let mut after = FoldStats::default();
+        for &(at, what) in self.fold_recent.iter().take(kept) {
+            if at > stop {
+                after.count(what);
+            }
+        }
         FoldStats {
-            reads: c.reads - u.reads,
-            aborts: c.aborts - u.aborts,
-            writes: c.writes - u.writes,
+            reads: self.fold.reads - after.reads,
+            aborts: self.fold.aborts - after.aborts,
+            writes: self.fold.writes - after.writes,
         }
     }
 
-    /// At a stop after the events at or before `end`: the folded messages whose place is
-    /// after it are not counted (see [`FoldStats`]) until the bus's next event.
+    /// A stop after the events at or before `end`: the folded messages whose place is
+    /// after it are not counted (see [`PciBus::fold_stats`]) until the bus's next event.
     pub(super) fn uncount_after(&mut self, end: EventKey) {
-        let mut unpassed = FoldStats::default();
-        let kept = usize::try_from(self.fold_recent_n)
-            .unwrap_or(usize::MAX)
-            .min(RECENT_FOLDS);
-        // Every kept place is looked at: places come in the order the bus folds them
-        // in real runs, not with a test hook's skew.
-        let mut oldest_after = false;
-        for back in 1..=kept {
-            let i = (self.fold_recent_n - back as u64) as usize % RECENT_FOLDS;
-            let (at, what) = self.fold_recent[i];
-            if at > end {
-                unpassed.count(what);
-                oldest_after = back == kept;
-            }
-        }
-        self.fold_settled = true;
-        if oldest_after && self.fold_recent_n > RECENT_FOLDS as u64 {
+        self.fold_stop = Some(end);
+        // The oldest place kept (the next the ring overwrites) must be passed, else
+        // older ones on their way were not kept.
+        let oldest = usize::try_from(self.fold_recent_n % RECENT_FOLDS as u64).unwrap_or(0);
+        if self.fold_recent_n > RECENT_FOLDS as u64 && self.fold_recent[oldest].0 > end {
             tracing::error!(target: "pci::bus", "more folded messages on their way than kept: counts too high");
             debug_assert!(
                 false,
                 "more than {RECENT_FOLDS} folded messages on their way"
             );
         }
-        self.fold_unpassed = unpassed;
     }
 
     /// Counts a folded message whose place is `at`, keeping the place (see

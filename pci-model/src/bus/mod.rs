@@ -265,14 +265,14 @@ pub struct PciBus {
     fold_write_skew: u64,
     /// Reads answered from a target's RAM and writes stored there.
     fold: FoldStats,
-    /// Of them, those whose place comes after the last settled stop (not counted).
-    fold_unpassed: FoldStats,
+
     /// The places of the last folded messages, a ring (`fold.rs`).
     fold_recent: [(sim_kernel::EventKey, fold::Folded); fold::RECENT_FOLDS],
     /// Folded messages so far (the ring's next index, modulo its size).
     fold_recent_n: u64,
-    /// `fold_unpassed` holds a settled stop's take-back (cleared at the next event).
-    fold_settled: bool,
+    /// The key of a settled stop, until the bus's next event: the folded messages whose
+    /// place is after it are not counted (`fold.rs`).
+    fold_stop: Option<sim_kernel::EventKey>,
     /// Test hook: clocks a folded read's data is seen late (0 in every real run).
     fold_skew: u64,
     /// Test hook: clocks added to the untraced wake-up bound of a delayed read's retry
@@ -358,11 +358,10 @@ impl PciBus {
             fold_writes: Vec::new(),
             fold_write_skew: 0,
             fold: FoldStats::default(),
-            fold_unpassed: FoldStats::default(),
             fold_recent: [(sim_kernel::EventKey::default(), fold::Folded::Read);
                 fold::RECENT_FOLDS],
             fold_recent_n: 0,
-            fold_settled: false,
+            fold_stop: None,
             fold_skew: 0,
             untraced_read_skew: 0,
             lazy_commits: false,
