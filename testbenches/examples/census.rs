@@ -1,7 +1,8 @@
 //! Event census of one ping-pong: events delivered per component and message kind
 //! (development aid for simulation speed work). `census [size] [exact|fast] [rows]`;
 //! `CENSUS_DEPTH=3` splits each kind one level further (e.g. the engine's wake-ups by
-//! kind).
+//! kind); `CENSUS_ITERS=n` measures `n` round trips after the warm-up instead of 2 (a
+//! steady state for small messages, whose setup would otherwise dominate).
 //!
 //! `CENSUS_TIME=n` times each delivery instead (an `Instant` around the handler, about
 //! 25 ns of its own on this machine, counted in every figure) in `n` runs of the same
@@ -53,9 +54,9 @@ struct Census {
 }
 
 /// One census run, timed if `timing`.
-fn run(size: u32, cfg: &SystemConfig, timing: bool) -> Census {
+fn run(size: u32, iters: u32, cfg: &SystemConfig, timing: bool) -> Census {
     let mut sys = System::build(cfg, false).expect("build");
-    let mut a = PingPongParams::new(size, 2, sys.macs[1]);
+    let mut a = PingPongParams::new(size, iters, sys.macs[1]);
     a.warmup = 1;
     a.wait_timeout = host_driver::Timeout::Infinite;
     let b = PingPongParams {
@@ -112,9 +113,14 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let first = run(size, &cfg, runs > 0);
+    let iters: u32 = std::env::var("CENSUS_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let first = run(size, iters, &cfg, runs > 0);
     let name = |c: u32| first.names.get(c as usize).map_or("?", String::as_str);
-    let frames = u64::from(size.div_ceil(1460)).max(1) * 6;
+    // Both directions of every round trip, the warm-up's included.
+    let frames = u64::from(size.div_ceil(1460)).max(1) * 2 * (u64::from(iters) + 1);
     let total: u64 = first.tally.values().map(|(n, _)| n).sum();
     println!(
         "{total} events, {frames} data frames, {:.0} per frame",
@@ -145,7 +151,7 @@ fn main() {
     };
     add(&first);
     for _ in 1..runs {
-        add(&run(size, &cfg, true));
+        add(&run(size, iters, &cfg, true));
     }
     let all = median(totals.clone());
     let (lo, hi) = (
