@@ -24,7 +24,6 @@
 use crate::clock::{first_edge_at_or_after, ClockDomain};
 use crate::order::EventKey;
 use crate::queue::{Entry, EventQueue, EventToken, Priority};
-use crate::ticket::{Ticket, TicketTable};
 use crate::time::{Cycles, Duration, Time};
 use crate::trace::{MsgId, Span, TraceSink};
 use core::fmt;
@@ -138,34 +137,22 @@ pub struct Kernel<M> {
     /// The key of the event being delivered, packed as the queue orders it (see
     /// [`Ctx::event_key`]; unpacked only when a component asks).
     current: u128,
-    /// Deferred entries and tickets waiting for the run to pass their place
-    /// ([`Ctx::send_deferred`], [`Ctx::reserve_at`]), sorted by that place, latest
-    /// first (the run loop looks at them only when there are any: one compare an
-    /// event).
+    /// Deferred entries waiting for the run to pass their place
+    /// ([`Ctx::send_deferred`]), sorted by that place, latest first (the run loop
+    /// looks at them only when there are any: one compare an event).
     passes: Vec<Pass>,
-    /// The tickets deferred to a place or resolved there ([`Ctx::reserve_at`]).
-    tickets: TicketTable,
 }
 
-/// What waits for the run to pass a place (see [`Ctx::send_deferred`] and
-/// [`Ctx::reserve_at`]).
+/// A deferred entry of the queue and the place in the run's order where it is queued
+/// for real (see [`Ctx::send_deferred`]).
 #[derive(Clone, Copy, Debug)]
 struct Pass {
     /// The place, packed as the queue orders keys.
     at: u128,
-    what: Deferred,
-}
-
-/// A deferred entry of the queue (its instant and priority, and its token), queued for
-/// real at its place, or a ticket, which takes its sequence number there.
-#[derive(Clone, Copy, Debug)]
-enum Deferred {
-    Entry {
-        time: Time,
-        priority: Priority,
-        token: EventToken,
-    },
-    Ticket(Ticket),
+    /// The entry's instant and priority, and its token.
+    time: Time,
+    priority: Priority,
+    token: EventToken,
 }
 
 impl<M> Kernel<M> {
@@ -185,7 +172,6 @@ impl<M> Kernel<M> {
             stop: false,
             current: 0,
             passes: Vec::new(),
-            tickets: TicketTable::default(),
         }
     }
 
@@ -414,45 +400,21 @@ impl<M> Kernel<M> {
     /// Queues for real every deferred entry whose place the run passes before its next
     /// event (or, that event beyond `until`, by `until`): each takes the next sequence
     /// number, as the event it was deferred for would have given it when handled there
-    /// (no event lies between that place and the next event, so no push either); so
-    /// does each pending ticket deferred there, in the order they were deferred.
+    /// (no event lies between that place and the next event, so no push either).
     #[cold]
     #[inline(never)]
     fn pass(&mut self, until: Time) {
         // The places packed, an instant is their high 64 bits.
         let by = (u128::from(until.0) << 64) | u128::from(u64::MAX);
-        while let Some(at) = self.passes.last().map(|p| p.at) {
+        while let Some(&p) = self.passes.last() {
             // A rekeyed entry may come before the next event: asked again each time.
             let next = self.queue.peek_key().unwrap_or(u128::MAX);
-            if at >= next || at > by {
+            if p.at >= next || p.at > by {
                 break;
             }
-            let Some(p) = self.passes.pop() else {
-                break;
-            };
-            match p.what {
-                Deferred::Entry {
-                    time,
-                    priority,
-                    token,
-                } => {
-                    self.queue.rekey(token, time, priority);
-                }
-                Deferred::Ticket(t) => {
-                    if self.tickets.is_pending(t) {
-                        let seq = self.queue.reserve_sequence();
-                        self.tickets.resolve(t, seq);
-                    }
-                }
-            }
+            self.passes.pop();
+            self.queue.rekey(p.token, p.time, p.priority);
         }
-    }
-
-    /// Adds `what` to the deferred entries and tickets waiting for `place`: latest place
-    /// first, and among equal places the one deferred first is last.
-    fn defer(&mut self, place: u128, what: Deferred) {
-        let i = self.passes.partition_point(|q| q.at > place);
-        self.passes.insert(i, Pass { at: place, what });
     }
 
     /// Runs until idle or stopped.
@@ -665,79 +627,16 @@ impl<M> Ctx<'_, M> {
             "a deferred message off its receiver's edge"
         );
         let token = k.queue.push_deferred(at, prio, to, msg);
-        k.defer(
-            place,
-            Deferred::Entry {
-                time: at,
-                priority: prio,
-                token,
-            },
-        );
+        let p = Pass {
+            at: place,
+            time: at,
+            priority: prio,
+            token,
+        };
+        // Latest place first; among equal places the one deferred first is last.
+        let i = k.passes.partition_point(|q| q.at > place);
+        k.passes.insert(i, p);
         token
-    }
-
-    /// Defers a ticket to the place `pass` of the run's order, still to come (as
-    /// [`Ctx::send_deferred`] defers a message; `pass` from [`Ctx::reserve_sequence`]):
-    /// where the run passes `pass` the ticket takes the next sequence number, in the
-    /// order it was deferred among the messages and tickets deferred to that place, as
-    /// a push of the event that stood there would have taken it (see
-    /// [`crate::ticket`]). Read it with [`Ctx::ticket`]; free it with
-    /// [`Ctx::release_ticket`] once done (before its place, it then takes no number).
-    pub fn reserve_at(&mut self, pass: EventKey) -> Ticket {
-        let k = &mut *self.kernel;
-        let place = crate::queue::pack(pass.time, pass.priority, pass.sequence);
-        debug_assert!(
-            place > k.current,
-            "a ticket deferred to a place already passed"
-        );
-        let t = k.tickets.issue();
-        k.defer(place, Deferred::Ticket(t));
-        t
-    }
-
-    /// The sequence number ticket `t` took where the run passed its place (`None`
-    /// before, or once it is released).
-    #[inline]
-    #[must_use]
-    pub fn ticket(&self, t: Ticket) -> Option<u64> {
-        self.kernel.tickets.sequence(t)
-    }
-
-    /// Frees ticket `t`: pending, it takes no sequence number at its place. Returns
-    /// whether it was held.
-    pub fn release_ticket(&mut self, t: Ticket) -> bool {
-        self.kernel.tickets.release(t)
-    }
-
-    /// Tickets held (issued by [`Ctx::reserve_at`] and not released): a model that
-    /// releases its tickets keeps this bounded.
-    #[must_use]
-    pub fn tickets_held(&self) -> usize {
-        self.kernel.tickets.held()
-    }
-
-    /// Queues a wake-up of this component with `msg` at exactly `place`, whose sequence
-    /// number was reserved with [`Ctx::reserve_sequence`] (and nothing queued under it):
-    /// the wake-up stands where one queued at the reservation would have stood, among
-    /// the events of its instant and priority, whenever it is queued before that place
-    /// is reached. For a component that planned a wake-up away and finds, at a later
-    /// event, that it needs it after all. Returns its token ([`Ctx::cancel`]).
-    ///
-    /// `place` must be still to come, on an edge of this component's domain.
-    pub fn wake_at_place(&mut self, place: EventKey, msg: M) -> EventToken {
-        let me = self.me;
-        let k = &mut *self.kernel;
-        debug_assert!(
-            crate::queue::pack(place.time, place.priority, place.sequence) > k.current,
-            "a wake-up at a place already passed"
-        );
-        debug_assert_eq!(
-            k.clock_of(me).edge_at_or_after(place.time),
-            place.time,
-            "a wake-up off this component's edge"
-        );
-        k.queue
-            .push_reserved(place.time, place.priority, place.sequence, me, msg)
     }
 
     /// The component being run.

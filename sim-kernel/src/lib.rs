@@ -23,7 +23,6 @@ pub mod kernel;
 pub mod order;
 pub mod queue;
 pub mod rng;
-pub mod ticket;
 pub mod time;
 pub mod trace;
 pub mod wiring;
@@ -34,7 +33,6 @@ pub use kernel::{ComponentId, Ctx, DomainId, Kernel, RunLimit, RunOutcome, RunSt
 pub use order::EventKey;
 pub use queue::{EventToken, Priority};
 pub use rng::SplitMix64;
-pub use ticket::Ticket;
 pub use time::{Bytes, Cycles, Duration, Time};
 pub use trace::{Level, MsgId, Span, TraceSink, Transition};
 pub use wiring::{Misroute, OnMisroute, Part, Wiring};

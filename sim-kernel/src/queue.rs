@@ -401,27 +401,6 @@ impl<T> EventQueue<T> {
         self.push_keyed(pack(time, priority, DEFERRED_SEQ), seq, to, item)
     }
 
-    /// Queues `item` for `to` at `time` with `priority` under the sequence number `seq`,
-    /// taken before with [`EventQueue::reserve_sequence`] and not used since: it stands
-    /// where a push at the reservation would have stood ([`crate::Ctx::wake_at_place`]).
-    ///
-    /// # Panics
-    /// With 2^32 events queued at once (far beyond any run's memory).
-    pub fn push_reserved(
-        &mut self,
-        time: Time,
-        priority: Priority,
-        seq: u64,
-        to: ComponentId,
-        item: T,
-    ) -> EventToken {
-        debug_assert!(
-            seq & SEQ_MASK < self.next_seq & SEQ_MASK,
-            "a sequence number not reserved yet"
-        );
-        self.push_keyed(pack(time, priority, seq), seq & SEQ_MASK, to, item)
-    }
-
     /// Gives the queued entry of `token` (at `time` with `priority`, as it was queued)
     /// the next sequence number, as if it were pushed now: the same as cancelling it and
     /// pushing its payload again, the payload kept. A token that no longer names a

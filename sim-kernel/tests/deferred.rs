@@ -4,15 +4,12 @@
 //! instead deliver every work message at the same instant and in the same order, one
 //! or two messages a place, also when runs stop at time limits or event budgets and
 //! resume; a deferred message given the wrong place is caught, and a cancelled one is
-//! never delivered. A ticket deferred to a relay's place (`Ctx::reserve_at`) takes the
-//! sequence number the relay's first push takes (a released one takes none), and a
-//! wake-up queued at a reserved place (`Ctx::wake_at_place`) stands where the wake-up
-//! queued at the reservation would have.
+//! never delivered.
 
 use proptest::prelude::*;
 use sim_kernel::{
-    ClockDomain, ComponentId, Ctx, Cycles, EventKey, Kernel, Priority, RunLimit, SplitMix64,
-    Ticket, Time, World,
+    ClockDomain, ComponentId, Ctx, Cycles, EventKey, Kernel, Priority, RunLimit, SplitMix64, Time,
+    World,
 };
 
 /// A message: work (an id and how many more generations it may spawn), or the
@@ -22,8 +19,6 @@ enum Msg {
     Work {
         id: u64,
         depth: u32,
-        /// A ticket deferred to the place this message was deferred to, just before it.
-        check: Option<Ticket>,
     },
     Relay {
         to: ComponentId,
@@ -35,19 +30,12 @@ enum Msg {
 
 /// How a run relays: through wake-ups, deferred sends, or deferred sends whose place is
 /// the first of its instant and priority, before the events queued there already (a
-/// broken fold, for the test that it is caught); through wake-ups that take a sequence
-/// number before they send, or deferred sends behind a ticket deferred to their place;
-/// deferred sends behind a ticket released at once (it must take no number); or wake-ups
-/// queued at a place reserved for them.
+/// broken fold, for the test that it is caught).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     Wake,
     Deferred,
     DeferredEarly,
-    WakeReserving,
-    Ticketed,
-    TicketReleased,
-    WakeAtPlace,
 }
 
 struct Sys {
@@ -55,8 +43,6 @@ struct Sys {
     comps: Vec<ComponentId>,
     /// Every work delivery: receiver, instant, id.
     log: Vec<(ComponentId, Time, u64)>,
-    /// Tickets that did not hold the sequence number just before their message's.
-    bad_tickets: u32,
 }
 
 fn child(id: u64, j: u64) -> u64 {
@@ -72,27 +58,14 @@ impl World<Msg> for Sys {
                 depth,
                 two,
             } => {
-                if self.mode == Mode::WakeReserving {
-                    let _ = ctx.reserve_sequence();
-                }
-                let check = None;
-                ctx.send(dest, Msg::Work { id, depth, check });
+                ctx.send(dest, Msg::Work { id, depth });
                 if two {
                     let id = child(id, 99);
-                    ctx.send(dest, Msg::Work { id, depth, check });
+                    ctx.send(dest, Msg::Work { id, depth });
                 }
                 return;
             }
-            Msg::Work { id, depth, check } => {
-                if let Some(t) = check {
-                    let seq = ctx.event_key().sequence;
-                    if ctx.ticket(t) != seq.checked_sub(1) {
-                        self.bad_tickets += 1;
-                    }
-                    ctx.release_ticket(t);
-                }
-                (id, depth)
-            }
+            Msg::Work { id, depth } => (id, depth),
         };
         self.log.push((to, ctx.now(), id));
         if depth == 0 {
@@ -107,7 +80,6 @@ impl World<Msg> for Sys {
             let m = Msg::Work {
                 id: child(id, j),
                 depth: depth - 1,
-                check: None,
             };
             if r.below(3) == 0 {
                 // A relay: a wake-up of this component `cycles` later, which sends on
@@ -120,21 +92,8 @@ impl World<Msg> for Sys {
                     two,
                 };
                 match self.mode {
-                    Mode::Wake | Mode::WakeReserving => {
-                        ctx.wake_after_with(cycles, prio, dest_relay);
-                    }
-                    Mode::WakeAtPlace => {
-                        let place = EventKey {
-                            time: ctx.my_domain().edge_after(ctx.now(), cycles),
-                            priority: prio,
-                            sequence: ctx.reserve_sequence(),
-                        };
-                        ctx.wake_at_place(place, dest_relay);
-                    }
-                    Mode::Deferred
-                    | Mode::DeferredEarly
-                    | Mode::Ticketed
-                    | Mode::TicketReleased => {
+                    Mode::Wake => ctx.wake_after_with(cycles, prio, dest_relay),
+                    Mode::Deferred | Mode::DeferredEarly => {
                         let t2 = ctx.my_domain().edge_after(ctx.now(), cycles);
                         let reserved = ctx.reserve_sequence();
                         let sequence = if self.mode == Mode::DeferredEarly {
@@ -148,25 +107,11 @@ impl World<Msg> for Sys {
                             priority: prio,
                             sequence,
                         };
-                        let m = match self.mode {
-                            Mode::Ticketed => Msg::Work {
-                                id: child(id, j),
-                                depth: depth - 1,
-                                check: Some(ctx.reserve_at(place)),
-                            },
-                            Mode::TicketReleased => {
-                                let t = ctx.reserve_at(place);
-                                ctx.release_ticket(t);
-                                m
-                            }
-                            _ => m,
-                        };
                         ctx.send_deferred(dest, at, Priority::NORMAL, m, place);
                         if two {
                             let second = Msg::Work {
                                 id: child(child(id, j), 99),
                                 depth: depth - 1,
-                                check: None,
                             };
                             ctx.send_deferred(dest, at, Priority::NORMAL, second, place);
                         }
@@ -185,19 +130,6 @@ impl World<Msg> for Sys {
 /// of `stops` (ns, or when odd after a budget of that many events) and resuming; the
 /// work deliveries in order.
 fn run(mode: Mode, n: usize, seeds: &[u64], stops: &[u64]) -> Vec<(ComponentId, Time, u64)> {
-    let (log, bad, held) = run_counted(mode, n, seeds, stops);
-    assert_eq!(bad, 0, "a ticket off its message's sequence number");
-    assert_eq!(held, 0, "tickets left held");
-    log
-}
-
-/// [`run`], with the tickets off their message's sequence number and those still held.
-fn run_counted(
-    mode: Mode,
-    n: usize,
-    seeds: &[u64],
-    stops: &[u64],
-) -> (Vec<(ComponentId, Time, u64)>, u32, usize) {
     let mut k: Kernel<Msg> = Kernel::new(false);
     let fast = k.add_domain(ClockDomain::from_mhz("fast", 100.0).unwrap()); // 10 ns
     let slow = k.add_domain(ClockDomain::from_mhz("slow", 33.0).unwrap());
@@ -208,19 +140,13 @@ fn run_counted(
         k.post(
             comps[i % n],
             Time(1000 * (i as u64 % 5)),
-            Msg::Work {
-                id: s,
-                depth: 6,
-                check: None,
-            },
+            Msg::Work { id: s, depth: 6 },
         );
     }
-    let first = comps[0];
     let mut w = Sys {
         mode,
         comps,
         log: Vec::new(),
-        bad_tickets: 0,
     };
     for &s in stops {
         if s % 2 == 1 {
@@ -234,8 +160,7 @@ fn run_counted(
         }
     }
     k.run_to_idle(&mut w);
-    let held = k.call(first, |ctx| ctx.tickets_held());
-    (w.log, w.bad_tickets, held)
+    w.log
 }
 
 proptest! {
@@ -252,114 +177,8 @@ proptest! {
         stops.sort_unstable();
         let reference = run(Mode::Wake, n, &seeds, &stops);
         let deferred = run(Mode::Deferred, n, &seeds, &stops);
-        prop_assert_eq!(&reference, &deferred);
-        // A ticket released at once disturbs no delivery; a wake-up at its reserved
-        // place stands where the one queued at the reservation does.
-        prop_assert_eq!(&reference, &run(Mode::TicketReleased, n, &seeds, &stops));
-        prop_assert_eq!(&reference, &run(Mode::WakeAtPlace, n, &seeds, &stops));
+        prop_assert_eq!(reference, deferred);
     }
-
-    /// A ticket deferred to a relay's place takes the sequence number the relay's first
-    /// push takes: deferred sends behind tickets deliver as relays that push once first
-    /// (`run` checks each ticket against its message's sequence number).
-    #[test]
-    fn a_ticket_takes_the_sequence_number_of_the_first_push_at_its_place(
-        n in 1usize..5,
-        seeds in prop::collection::vec(any::<u64>(), 1..4),
-        mut stops in prop::collection::vec(0u64..400, 0..4),
-    ) {
-        stops.sort_unstable();
-        let reference = run(Mode::WakeReserving, n, &seeds, &stops);
-        prop_assert_eq!(reference, run(Mode::Ticketed, n, &seeds, &stops));
-    }
-}
-
-/// The ticket check above can fail: a ticket read before its message's place is passed
-/// is off (a relay that defers its message to the place after the ticket's).
-#[test]
-fn a_ticket_read_before_its_place_is_not_resolved() {
-    let mut k: Kernel<u8> = Kernel::new(false);
-    let d = k.add_domain(ClockDomain::from_mhz("clk", 100.0).unwrap()); // 10 ns
-    let a = k.add_component("a", d);
-    let (t, place) = k.call(a, |ctx| {
-        let place = EventKey {
-            time: Time(20_000),
-            priority: Priority::NORMAL,
-            sequence: ctx.reserve_sequence(),
-        };
-        (ctx.reserve_at(place), place)
-    });
-    assert_eq!(k.call(a, |ctx| ctx.ticket(t)), None, "not passed yet");
-    k.post(a, Time(20_000), 5);
-    k.post(a, Time(30_000), 6);
-    let mut w = Log(Vec::new());
-    k.run_until(&mut w, Time(25_000));
-    // Passed: it took the number after every event queued before the run got there,
-    // the reservation's included, and before the event queued at its instant after it.
-    let seq = k
-        .call(a, |ctx| ctx.ticket(t))
-        .expect("resolved at its place");
-    assert!(seq > place.sequence);
-    assert!(k.call(a, |ctx| ctx.release_ticket(t)));
-    assert_eq!(k.call(a, |ctx| ctx.tickets_held()), 0);
-}
-
-/// A ticket released before its place takes no sequence number there: the run's next
-/// number is the one it is without the ticket.
-#[test]
-fn a_released_ticket_takes_no_sequence_number() {
-    let next_after = |with_ticket: bool| {
-        let mut k: Kernel<u8> = Kernel::new(false);
-        let d = k.add_domain(ClockDomain::from_mhz("clk", 100.0).unwrap()); // 10 ns
-        let a = k.add_component("a", d);
-        k.call(a, |ctx| {
-            let place = EventKey {
-                time: Time(20_000),
-                priority: Priority::NORMAL,
-                sequence: ctx.reserve_sequence(),
-            };
-            if with_ticket {
-                let t = ctx.reserve_at(place);
-                assert!(ctx.release_ticket(t));
-                assert!(!ctx.release_ticket(t), "released once");
-            }
-        });
-        k.post(a, Time(30_000), 5);
-        k.run_to_idle(&mut Log(Vec::new()));
-        k.call(a, |ctx| ctx.next_sequence())
-    };
-    assert_eq!(next_after(true), next_after(false));
-}
-
-/// A wake-up queued at a reserved place from a later event stands before the events
-/// queued at its instant and priority after the reservation, and after those before.
-#[test]
-fn a_wake_up_at_a_reserved_place_keeps_the_reservations_order() {
-    let mut k: Kernel<u8> = Kernel::new(false);
-    let d = k.add_domain(ClockDomain::from_mhz("clk", 100.0).unwrap()); // 10 ns
-    let a = k.add_component("a", d);
-    k.post(a, Time(50_000), 1); // queued before the reservation
-    let place = k.call(a, |ctx| EventKey {
-        time: Time(50_000),
-        priority: Priority::NORMAL,
-        sequence: ctx.reserve_sequence(),
-    });
-    k.post(a, Time(50_000), 3); // after it
-    k.post(a, Time(10_000), 9);
-    let mut w = Log(Vec::new());
-    k.run_until(&mut w, Time(10_000));
-    k.call(a, |ctx| ctx.wake_at_place(place, 2));
-    k.run_to_idle(&mut w);
-    assert_eq!(
-        w.0,
-        vec![
-            (Time(10_000), 9),
-            (Time(50_000), 1),
-            (Time(50_000), 2),
-            (Time(50_000), 3),
-            (Time(60_000), 200), // the log's answer to message 1
-        ]
-    );
 }
 
 /// A deferred send placed before the events already queued at its place's instant and
