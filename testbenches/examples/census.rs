@@ -116,6 +116,7 @@ fn main() {
     let iters: u32 = std::env::var("CENSUS_ITERS")
         .ok()
         .and_then(|s| s.parse().ok())
+        .filter(|&n| n > 0)
         .unwrap_or(2);
     let first = run(size, iters, &cfg, runs > 0);
     let name = |c: u32| first.names.get(c as usize).map_or("?", String::as_str);
