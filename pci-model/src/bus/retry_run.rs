@@ -57,6 +57,18 @@ impl PciBus {
         {
             return 0;
         }
+        // Attempts are applied only for the master GNT# is parked on, whose next request
+        // reads (`retry_run_idle` asks for that and more): a bus whose parked master
+        // writes (a DMA write burst's, nearly half the calls) is refused here.
+        let parked_reads = self
+            .arb
+            .gnt()
+            .and_then(|g| self.masters.get(g))
+            .and_then(|p| p.queue.front())
+            .is_some_and(|q| q.req.command.is_read());
+        if !parked_reads {
+            return 0;
+        }
         self.retry_run_idle(c, target)
     }
 
