@@ -127,10 +127,8 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         ram: &mut R,
     ) {
-        if self.fold_stop.is_some() {
-            // The run goes on after a settled stop: what it took back counts again.
-            self.fold_stop = None;
-        }
+        // The run goes on after a settled stop: what it took back counts again.
+        self.fold_stop = None;
         if self.samples_out > 0 {
             // The writes stored for places before this event first: a sample sees those
             // before its own place.

@@ -265,7 +265,6 @@ pub struct PciBus {
     fold_write_skew: u64,
     /// Reads answered from a target's RAM and writes stored there.
     fold: FoldStats,
-
     /// The places of the last folded messages, a ring (`fold.rs`).
     fold_recent: [(sim_kernel::EventKey, fold::Folded); fold::RECENT_FOLDS],
     /// Folded messages so far (the ring's next index, modulo its size).
