@@ -123,16 +123,27 @@ impl CacheModel {
                 let access = if l.bytes == memory {
                     LineAccess::Hit
                 } else {
-                    l.bytes = memory.to_vec();
+                    l.bytes.clear();
+                    l.bytes.extend_from_slice(memory); // the line's buffer reused
                     LineAccess::DmaMiss
                 };
                 set.push_front(l);
                 access
             }
             None => {
+                // The line evicted (the set's least recently used, the one `truncate`
+                // would drop) lends its buffer to the new one: no allocation once the
+                // set is full.
+                let mut bytes = if set.len() >= ways {
+                    set.pop_back().map(|l| l.bytes).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                bytes.clear();
+                bytes.extend_from_slice(memory);
                 set.push_front(Line {
                     addr: line_pa,
-                    bytes: memory.to_vec(),
+                    bytes,
                 });
                 set.truncate(ways);
                 LineAccess::Miss
@@ -151,7 +162,8 @@ impl CacheModel {
             .get_mut(s)
             .and_then(|set| set.iter_mut().find(|l| l.addr == line_pa))
         {
-            l.bytes = after.to_vec();
+            l.bytes.clear();
+            l.bytes.extend_from_slice(after); // the line's buffer reused
         }
         access
     }
@@ -227,6 +239,15 @@ impl CacheModel {
     /// when there are fewer of those (a write larger than the cache): same answer.
     #[must_use]
     pub fn held_lines_of(&self, ranges: &[(u64, u64)]) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.held_lines_into(ranges, &mut out);
+        out
+    }
+
+    /// [`CacheModel::held_lines_of`] into `out` (emptied first), a buffer the caller
+    /// keeps.
+    pub fn held_lines_into(&self, ranges: &[(u64, u64)], out: &mut Vec<u64>) {
+        out.clear();
         let span = |&(addr, len): &(u64, u64)| (self.line_of(addr), addr.saturating_add(len));
         let write_lines: u64 = ranges
             .iter()
@@ -235,10 +256,14 @@ impl CacheModel {
                 end.saturating_sub(first).div_ceil(self.line)
             })
             .sum();
-        let held = self.cached_lines() as u64;
-        let walk_cost = held.saturating_mul(ranges.len() as u64) + self.sets.len() as u64;
-        let mut out = Vec::new();
-        if walk_cost < write_lines {
+        // The cache's walk costs at least a step a set: a write of no more lines than
+        // that walks its own, and the cached lines need not be counted (a step a set).
+        let sets = self.sets.len() as u64;
+        let walk_cache = write_lines > sets && {
+            let held = self.cached_lines() as u64;
+            held.saturating_mul(ranges.len() as u64) + sets < write_lines
+        };
+        if walk_cache {
             let mut hits: Vec<(usize, u64)> = Vec::new();
             for l in self.sets.iter().flat_map(|set| set.iter().map(|l| l.addr)) {
                 for (i, r) in ranges.iter().enumerate() {
@@ -250,7 +275,7 @@ impl CacheModel {
             }
             hits.sort_unstable();
             out.extend(hits.into_iter().map(|(_, l)| l));
-            return out;
+            return;
         }
         for r in ranges {
             let (mut l, end) = span(r);
@@ -261,7 +286,6 @@ impl CacheModel {
                 l = l.saturating_add(self.line);
             }
         }
-        out
     }
 }
 

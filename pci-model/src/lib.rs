@@ -87,7 +87,7 @@ pub use msg::{
     BusRequest, Command, DmaDirection, DmaDone, DmaJob, DmaStatus, MasterId, PciMsg,
     TransactionDone, TxnStatus,
 };
-pub use page_table::{contiguous_pages, page_segments, PageTable, PhysSegment};
+pub use page_table::{contiguous_pages, page_segments, PageTable, PhysSegment, Pieces};
 pub use params::{
     param_docs, BridgeParams, BusParams, BusWidth, DevselSpeed, DmaParams, ParamDoc, ParkPolicy,
     ReadMode, Stepping, TargetProfile,

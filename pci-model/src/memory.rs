@@ -102,6 +102,13 @@ impl HostMemory {
         std::mem::take(&mut self.hits)
     }
 
+    /// The watchers of [`HostMemory::take_hits`], drained: the list keeps its memory for
+    /// the next writes (a watched line is written once a message, each time its poll
+    /// ends).
+    pub fn drain_hits(&mut self) -> std::vec::Drain<'_, ComponentId> {
+        self.hits.drain(..)
+    }
+
     /// Whether some write touched a watched range since the last [`HostMemory::take_hits`].
     #[must_use]
     pub fn has_hits(&self) -> bool {

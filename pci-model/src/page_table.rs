@@ -152,13 +152,57 @@ impl PageTable {
         Ok(segs)
     }
 
+    /// The pieces of [`PageTable::segments`], one at a time: the whole range is
+    /// checked first, with the same errors in the same order (every page is
+    /// translated, and an unmapped page wins over an overflow; then each piece is
+    /// checked in order), so an error is known before the first piece is used. A range
+    /// of one or two pages (nearly every access of a program) needs no vector: its
+    /// pieces are taken from the table as they are asked for.
+    ///
+    /// # Errors
+    /// Overflow or an unmapped page.
+    pub fn pieces(&self, va: u64, len: u64) -> Result<Pieces<'_>, MemError> {
+        if len == 0 {
+            return Ok(Pieces(Walk::Listed(Vec::new().into_iter())));
+        }
+        let last = va
+            .checked_add(len - 1)
+            .ok_or(MemError::Overflow { addr: va, len })?;
+        if page_base(last) - page_base(va) > PAGE_SIZE {
+            return Ok(Pieces(Walk::Listed(self.segments(va, len)?.into_iter())));
+        }
+        // One or two pages: checked as `segments` checks them, the second page
+        // translated again when its piece is taken.
+        let addr = self.translate(va)?;
+        let n = (PAGE_SIZE - addr % PAGE_SIZE).min(len);
+        let first_overflows = addr.checked_add(n).is_none();
+        if n < len {
+            let second = self.translate(page_base(va) + PAGE_SIZE)?;
+            if !first_overflows && second.checked_add(len - n).is_none() {
+                return Err(MemError::Overflow {
+                    addr: second,
+                    len: len - n,
+                });
+            }
+        }
+        if first_overflows {
+            return Err(MemError::Overflow { addr, len: n });
+        }
+        Ok(Pieces(Walk::Table {
+            table: self,
+            page: page_base(va),
+            addr,
+            left: len,
+        }))
+    }
+
     /// Reads `buf.len()` bytes of virtual memory at `va`.
     ///
     /// # Errors
     /// Unmapped pages or physical range errors.
     pub fn read(&self, mem: &HostMemory, va: u64, buf: &mut [u8]) -> Result<(), MemError> {
         let mut done = 0usize;
-        for seg in self.segments(va, buf.len() as u64)? {
+        for seg in self.pieces(va, buf.len() as u64)? {
             let n = usize::try_from(seg.len).unwrap_or(usize::MAX);
             mem.read(seg.addr, &mut buf[done..done + n])?;
             done += n;
@@ -172,7 +216,7 @@ impl PageTable {
     /// Unmapped pages or physical range errors (pieces before the error are written).
     pub fn write(&self, mem: &mut HostMemory, va: u64, data: &[u8]) -> Result<(), MemError> {
         let mut done = 0usize;
-        for seg in self.segments(va, data.len() as u64)? {
+        for seg in self.pieces(va, data.len() as u64)? {
             let n = usize::try_from(seg.len).unwrap_or(usize::MAX);
             mem.write(seg.addr, &data[done..done + n])?;
             done += n;
@@ -180,6 +224,77 @@ impl PageTable {
         Ok(())
     }
 }
+
+/// The physically contiguous pieces of a checked range ([`PageTable::pieces`]), in
+/// order: a piece per page the range touches.
+#[derive(Clone, Debug)]
+pub struct Pieces<'a>(Walk<'a>);
+
+/// How [`Pieces`] finds its pieces.
+#[derive(Clone, Debug)]
+enum Walk<'a> {
+    /// From the table, a page at a time (a range of one or two pages).
+    Table {
+        table: &'a PageTable,
+        /// The virtual page of the next piece.
+        page: u64,
+        /// The physical address of the next piece.
+        addr: u64,
+        /// Bytes not yet in a piece.
+        left: u64,
+    },
+    /// From a list made when the range was checked (a longer range, or none).
+    Listed(std::vec::IntoIter<PhysSegment>),
+}
+
+impl Iterator for Pieces<'_> {
+    type Item = PhysSegment;
+
+    fn next(&mut self) -> Option<PhysSegment> {
+        match &mut self.0 {
+            Walk::Listed(list) => list.next(),
+            Walk::Table {
+                table,
+                page,
+                addr,
+                left,
+            } => {
+                if *left == 0 {
+                    return None;
+                }
+                let n = (PAGE_SIZE - *addr % PAGE_SIZE).min(*left);
+                let seg = PhysSegment {
+                    addr: *addr,
+                    len: n,
+                };
+                *left -= n;
+                if *left > 0 {
+                    *page += PAGE_SIZE;
+                    // Translated when the range was checked, and the table is borrowed
+                    // since: it cannot fail here (were it to, the pieces would end).
+                    match table.translate(*page) {
+                        Ok(a) => *addr = a,
+                        Err(_) => *left = 0,
+                    }
+                }
+                Some(seg)
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match &self.0 {
+            Walk::Listed(list) => list.len(),
+            Walk::Table { addr, left, .. } => {
+                let first = PAGE_SIZE - *addr % PAGE_SIZE;
+                usize::from(*left > 0) + usize::from(*left > first)
+            }
+        };
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for Pieces<'_> {}
 
 /// Splits a transfer of `len` bytes described by an ATT-style page list (entry 0 = the
 /// physical start, later entries = page bases) into page-bounded physical segments.
@@ -316,6 +431,7 @@ mod tests {
         pt.map_range(0x4000_0F00, 0x3200, &mut mem).unwrap(); // 0x4000_0000..0x4000_5000
         pt.map_page(0x7000_0000, u64::MAX).unwrap(); // a frame at the top: pieces overflow
         pt.map_page(0x7000_1000, 0x5000).unwrap();
+        pt.map_page(0x6FFF_F000, 0x9000).unwrap();
         let old = |va: u64, len: u64| page_segments(&pt.pages_of(va, len)?, len);
         for (va, len) in [
             (0x4000_0F00, 0x3200),
@@ -331,8 +447,23 @@ mod tests {
             (0x7000_0FFF, 2),      // overflowing piece, then a mapped page
             (0x7000_0FFF, 0x1002), // overflowing piece, then an unmapped page
             (0x4000_0000, 1 << 40),
+            (0x4000_0FF0, 0x20),   // two pages
+            (0x4000_1000, 0x1000), // one whole page
+            (0x4000_1800, 0x1800), // two pages, the second whole
+            (0x6FFF_FFF0, 0x20),   // a mapped page, then an overflowing one
+            (0x6FFF_EFF0, 0x20),   // an unmapped page, then a mapped one
+            (0x7000_0FF0, 0x20),   // an overflowing piece, then a mapped page
+            (0x7000_1FF0, 0x20),   // a mapped page, then an unmapped one
         ] {
             assert_eq!(pt.segments(va, len), old(va, len), "{va:#x} + {len:#x}");
+            // The pieces one at a time: the same pieces, or the same error, before any.
+            let pieces = pt.pieces(va, len).map(|p| {
+                let n = p.len();
+                let v: Vec<PhysSegment> = p.collect();
+                assert_eq!(n, v.len(), "exact size of {va:#x} + {len:#x}");
+                v
+            });
+            assert_eq!(pieces, old(va, len), "pieces of {va:#x} + {len:#x}");
         }
         // The error cases above are the ones meant: an unmapped page wins over an
         // overflowing piece before it.

@@ -383,6 +383,10 @@ impl HostCpu {
 
     /// Does a load (`store == None`) or store of `len` bytes at `va` through the cache
     /// model; returns the line cost and (loads) the bytes.
+    ///
+    /// The lines the access touches and what memory held in each before it go into
+    /// buffers the CPU keeps (`scratch_lines`, `scratch_bytes`), so that an access
+    /// allocates nothing but a load's returned bytes.
     fn costed(
         &mut self,
         mem: &mut HostMemory,
@@ -393,17 +397,38 @@ impl HostCpu {
         if len == 0 {
             return Ok((Cycles(0), Vec::new()));
         }
+        let mut lines = std::mem::take(&mut self.scratch_lines);
+        let mut before = std::mem::take(&mut self.scratch_bytes);
+        let r = self.costed_with(mem, va, len, store, &mut lines, &mut before);
+        self.scratch_lines = lines;
+        self.scratch_bytes = before;
+        r
+    }
+
+    /// [`Self::costed`] with its buffers: `lines` gets the physical lines in order,
+    /// `before` each line's bytes before the access and, last, room for one line more
+    /// (a store's line after it).
+    fn costed_with(
+        &mut self,
+        mem: &mut HostMemory,
+        va: u64,
+        len: u64,
+        store: Option<&[u8]>,
+        lines: &mut Vec<u64>,
+        before: &mut Vec<u8>,
+    ) -> Result<(Cycles, Vec<u8>), MemError> {
         let dir = if store.is_some() {
             Dir::Store
         } else {
             Dir::Load
         };
-        let lines = self.lines_of(va, len)?;
+        self.lines_of(va, len, lines)?;
         let line = self.cache.line_bytes();
         let n = usize::try_from(line).unwrap_or(32);
-        let mut before = Vec::with_capacity(lines.len());
-        for &l in &lines {
-            before.push(mem.read_vec(l, n)?);
+        before.clear();
+        before.resize(n.saturating_mul(lines.len() + 1), 0);
+        for (&l, old) in lines.iter().zip(before.chunks_exact_mut(n)) {
+            mem.read(l, old)?;
         }
         let mut bytes = Vec::new();
         match store {
@@ -416,12 +441,13 @@ impl HostCpu {
         let c = self.params.costs;
         let mut cost = Cycles(0);
         let mut missed = false;
-        for (l, old) in lines.iter().zip(&before) {
+        let (olds, new) = before.split_at_mut(n.saturating_mul(lines.len()));
+        for (&l, old) in lines.iter().zip(olds.chunks_exact(n)) {
             let access = match dir {
-                Dir::Load => self.cache.load(*l, old),
+                Dir::Load => self.cache.load(l, old),
                 Dir::Store => {
-                    let new = mem.read_vec(*l, n)?;
-                    self.cache.store(*l, old, &new)
+                    mem.read(l, new)?;
+                    self.cache.store(l, old, new)
                 }
             };
             cost += match (access, dir) {
@@ -452,11 +478,11 @@ impl HostCpu {
         Ok((cost, bytes))
     }
 
-    /// The physical lines `[va, va + len)` touches, in order.
-    fn lines_of(&self, va: u64, len: u64) -> Result<Vec<u64>, MemError> {
+    /// The physical lines `[va, va + len)` touches, in order, into `lines`.
+    fn lines_of(&self, va: u64, len: u64, lines: &mut Vec<u64>) -> Result<(), MemError> {
         let line = self.cache.line_bytes();
-        let mut lines = Vec::new();
-        for seg in self.page_table.segments(va, len)? {
+        lines.clear();
+        for seg in self.page_table.pieces(va, len)? {
             let mut l = self.cache.line_of(seg.addr);
             let end = seg.addr.saturating_add(seg.len);
             while l < end {
@@ -464,7 +490,7 @@ impl HostCpu {
                 l = l.saturating_add(line);
             }
         }
-        Ok(lines)
+        Ok(())
     }
 
     /// Instrumentation write: no cost; cached copies follow the new bytes.
@@ -486,20 +512,45 @@ impl HostCpu {
         va: u64,
         len: u64,
     ) -> Result<(), MemError> {
-        let line = self.cache.line_bytes();
-        let n = usize::try_from(line).unwrap_or(32);
-        let mut bytes = vec![0u8; n]; // one buffer for every cached line of the write
-                                      // Only the lines the cache holds have a copy to refresh (a buffer larger than the
-                                      // cache has most of its lines elsewhere): memory is read for those alone.
-        let ranges: Vec<(u64, u64)> = self
-            .page_table
-            .segments(va, len)?
-            .iter()
-            .map(|s| (s.addr, s.len))
-            .collect();
-        for l in self.cache.held_lines_of(&ranges) {
-            mem.read(l, &mut bytes)?;
-            self.cache.refresh(l, &bytes);
+        let mut held = std::mem::take(&mut self.scratch_lines);
+        let mut bytes = std::mem::take(&mut self.scratch_bytes);
+        let r = self.refresh_with(mem, va, len, &mut held, &mut bytes);
+        self.scratch_lines = held;
+        self.scratch_bytes = bytes;
+        r
+    }
+
+    /// [`Self::refresh_cached`] with its buffers: `held` for the cached lines the
+    /// write touches, `bytes` for one line.
+    fn refresh_with(
+        &mut self,
+        mem: &mut HostMemory,
+        va: u64,
+        len: u64,
+        held: &mut Vec<u64>,
+        bytes: &mut Vec<u8>,
+    ) -> Result<(), MemError> {
+        let n = usize::try_from(self.cache.line_bytes()).unwrap_or(32);
+        // Only the lines the cache holds have a copy to refresh (a buffer larger than the
+        // cache has most of its lines elsewhere): memory is read for those alone. A
+        // write within one page (nearly all) is one range, without a vector.
+        let mut pieces = self.page_table.pieces(va, len)?;
+        match (pieces.next(), pieces.len()) {
+            (None, _) => held.clear(),
+            (Some(s), 0) => self.cache.held_lines_into(&[(s.addr, s.len)], held),
+            (Some(s), _) => {
+                let ranges: Vec<(u64, u64)> = std::iter::once(s)
+                    .chain(pieces)
+                    .map(|s| (s.addr, s.len))
+                    .collect();
+                self.cache.held_lines_into(&ranges, held);
+            }
+        }
+        bytes.clear();
+        bytes.resize(n, 0);
+        for &l in held.iter() {
+            mem.read(l, bytes)?;
+            self.cache.refresh(l, bytes);
         }
         Ok(())
     }

@@ -62,7 +62,7 @@ impl HostCpu {
             return self.poke(mem, va, &[]);
         }
         // Wholly mapped, or nothing written: what the single write of a `Poke` checks.
-        self.page_table.segments(va, u64::from(len))?;
+        self.page_table.pieces(va, u64::from(len))?;
         let mut piece = std::mem::take(&mut self.piece);
         for (off, n) in pieces(len) {
             msg.piece_into(&mut piece, off, n);
@@ -103,7 +103,7 @@ impl HostCpu {
             return Ok(None);
         }
         // Wholly mapped, or a fault: what the single read of a `Peek` checks.
-        self.page_table.segments(va, u64::from(msg.len))?;
+        self.page_table.pieces(va, u64::from(msg.len))?;
         for (off, n) in pieces(msg.len) {
             self.read_va_into(mem, piece_at(va, off, msg.len)?, n as usize, got)?;
             msg.piece_into(piece, off, n);

@@ -127,6 +127,10 @@ pub struct HostCpu {
     piece: Vec<u8>,
     /// The bytes of memory such an op read back.
     got: Vec<u8>,
+    /// The lines of a costed access (`exec.rs`), kept for the next one.
+    scratch_lines: Vec<u64>,
+    /// The bytes of those lines before the access, kept for the next one.
+    scratch_bytes: Vec<u8>,
 }
 
 impl HostCpu {
@@ -150,6 +154,8 @@ impl HostCpu {
             finished: None,
             piece: Vec::new(),
             got: Vec::new(),
+            scratch_lines: Vec::new(),
+            scratch_bytes: Vec::new(),
         }
     }
 
@@ -230,7 +236,7 @@ impl HostCpu {
         buf: &mut Vec<u8>,
     ) -> Result<(), pci_model::MemError> {
         // Unmapped or overflowing: `buf` untouched.
-        let segs = self.page_table.segments(va, len as u64)?;
+        let segs = self.page_table.pieces(va, len as u64)?;
         buf.clear();
         for seg in segs {
             let n = usize::try_from(seg.len).unwrap_or(usize::MAX);
@@ -471,9 +477,11 @@ impl HostCpu {
         self.wait = Wait::None;
     }
 
+    /// Records the spans the program's VIPL calls noted (drained: the list keeps its
+    /// memory for the next calls).
     fn flush_spans<M>(&mut self, ctx: &mut Ctx<'_, M>) {
-        let spans = std::mem::take(&mut self.slot.borrow_mut().spans);
-        for s in spans {
+        let mut slot = self.slot.borrow_mut();
+        for s in slot.spans.drain(..) {
             ctx.span(s.msg, s.stage, s.start, s.end);
         }
     }

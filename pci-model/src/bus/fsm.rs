@@ -84,7 +84,7 @@ impl PciBus {
         if let Some(b) = self.bridge.as_mut() {
             b.commit_due(t_c, mem);
             if let Some(m) = mem.as_deref_mut().filter(|m| m.has_hits()) {
-                for who in m.take_hits() {
+                for who in m.drain_hits() {
                     ctx.send(who, PciMsg::WatchedWrite { at: t_c }.into());
                 }
             }
