@@ -51,7 +51,10 @@ impl HostCpu {
             },
             Op::Write { va, data } => {
                 let len = data.len() as u64;
-                match self.costed(mem, va, len, Some(&data)) {
+                let costed = self.costed(mem, va, len, Some(&data));
+                // The buffer goes back to the library for its next store.
+                self.slot.borrow_mut().spare = data;
+                match costed {
                     Ok((cost, _)) => {
                         let c = cost + self.params.costs.copy.cost(len);
                         self.stats.busy_cycles = self.stats.busy_cycles.saturating_add(c.0);

@@ -70,13 +70,11 @@ impl Vipl {
     /// # Errors
     /// `VIP_INVALID_PARAMETER`: an unmapped address.
     pub async fn write_mem(&self, va: u64, data: &[u8]) -> VipResult<()> {
-        match self
-            .op(Op::Write {
-                va,
-                data: data.to_vec(),
-            })
-            .await
-        {
+        // The buffer of the CPU's last store, if it gave one back (`SlotState::spare`).
+        let mut bytes = std::mem::take(&mut self.slot.borrow_mut().spare);
+        bytes.clear();
+        bytes.extend_from_slice(data);
+        match self.op(Op::Write { va, data: bytes }).await {
             OpResult::Done => Ok(()),
             _ => Err(VipError::InvalidParameter),
         }
