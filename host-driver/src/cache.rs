@@ -256,8 +256,9 @@ impl CacheModel {
                 end.saturating_sub(first).div_ceil(self.line)
             })
             .sum();
-        // The cache's walk costs at least a step a set: a write of no more lines than
-        // that walks its own, and the cached lines need not be counted (a step a set).
+        // The cache's walk costs at least a step for each set, so a write of no more
+        // lines than there are sets walks its own lines, without counting the cached
+        // ones (which takes a step for each set too).
         let sets = self.sets.len() as u64;
         let walk_cache = write_lines > sets && {
             let held = self.cached_lines() as u64;

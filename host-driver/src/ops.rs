@@ -280,8 +280,9 @@ pub struct SlotState {
     /// `VipOpenNic` calls that found no card since the CPU last took this count (into
     /// [`CpuStats::open_no_card`](crate::CpuStats::open_no_card)).
     pub open_no_card: u64,
-    /// The bytes of the last store the CPU executed (`Op::Write`), given back emptied
-    /// for the library's next store to fill: no allocation per store once warm.
+    /// The buffer of the last store the CPU executed (`Op::Write`), given back emptied
+    /// for the library's next store to fill: no allocation per store once warm (it
+    /// keeps the capacity of the largest store so far).
     pub spare: Vec<u8>,
 }
 

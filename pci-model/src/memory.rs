@@ -70,7 +70,8 @@ pub struct HostMemory {
     /// Watched ranges `(start, len, watcher)`: a write into one is noted in `hits`
     /// (how a polling CPU that stopped stepping learns its line changed).
     watches: Vec<(u64, u64, ComponentId)>,
-    /// Watchers whose range a write touched since the last [`HostMemory::take_hits`].
+    /// Watchers whose range a write touched since the last [`HostMemory::take_hits`] or
+    /// [`HostMemory::drain_hits`].
     hits: Vec<ComponentId>,
     /// DMA writes the host bridge posted whose commit is applied lazily (see
     /// [`HostMemory::settle_before`]): (commit instant, address, data), in commit order.
@@ -103,13 +104,14 @@ impl HostMemory {
     }
 
     /// The watchers of [`HostMemory::take_hits`], drained: the list keeps its memory for
-    /// the next writes (a watched line is written once a message, each time its poll
-    /// ends).
+    /// the next notices (a polled line is written about once a message, and each write
+    /// into a watched line makes one).
     pub fn drain_hits(&mut self) -> std::vec::Drain<'_, ComponentId> {
         self.hits.drain(..)
     }
 
-    /// Whether some write touched a watched range since the last [`HostMemory::take_hits`].
+    /// Whether some write touched a watched range since the last [`HostMemory::take_hits`]
+    /// or [`HostMemory::drain_hits`].
     #[must_use]
     pub fn has_hits(&self) -> bool {
         !self.hits.is_empty()
@@ -492,7 +494,12 @@ mod tests {
         assert!(!m.has_hits());
         m.write(0x3000, &[2]).unwrap();
         m.write(0x100, &[2]).unwrap();
-        assert_eq!(m.take_hits(), vec![a, b]);
+        assert_eq!(
+            m.drain_hits().collect::<Vec<_>>(),
+            vec![a, b],
+            "drained in order"
+        );
+        assert!(!m.has_hits(), "and gone");
         m.unwatch(a);
         m.write(0x3000, &[3]).unwrap();
         assert!(!m.has_hits());

@@ -432,6 +432,8 @@ mod tests {
         pt.map_page(0x7000_0000, u64::MAX).unwrap(); // a frame at the top: pieces overflow
         pt.map_page(0x7000_1000, 0x5000).unwrap();
         pt.map_page(0x6FFF_F000, 0x9000).unwrap();
+        pt.map_page(0x7000_F000, u64::MAX).unwrap(); // two pages on the top frame
+        pt.map_page(0x7001_0000, u64::MAX).unwrap();
         let old = |va: u64, len: u64| page_segments(&pt.pages_of(va, len)?, len);
         for (va, len) in [
             (0x4000_0F00, 0x3200),
@@ -450,10 +452,12 @@ mod tests {
             (0x4000_0FF0, 0x20),   // two pages
             (0x4000_1000, 0x1000), // one whole page
             (0x4000_1800, 0x1800), // two pages, the second whole
-            (0x6FFF_FFF0, 0x20),   // a mapped page, then an overflowing one
+            (0x6FFF_FFF0, 0x20),   // a mapped page, then the top frame's first bytes
+            (0x6FFF_FFF0, 0x1010), // a mapped page, then the whole top frame: overflows
             (0x6FFF_EFF0, 0x20),   // an unmapped page, then a mapped one
             (0x7000_0FF0, 0x20),   // an overflowing piece, then a mapped page
             (0x7000_1FF0, 0x20),   // a mapped page, then an unmapped one
+            (0x7000_FFFF, 0x1001), // both pieces overflow: the first's error
         ] {
             assert_eq!(pt.segments(va, len), old(va, len), "{va:#x} + {len:#x}");
             // The pieces one at a time: the same pieces, or the same error, before any.
@@ -476,6 +480,22 @@ mod tests {
             Err(MemError::Overflow { .. })
         ));
         assert_eq!(pt.segments(0x4000_0F00, 0x3200).unwrap().len(), 5);
+        assert_eq!(
+            pt.pieces(0x6FFF_FFF0, 0x1010).map(|_| ()),
+            Err(MemError::Overflow {
+                addr: 0xFFFF_FFFF_FFFF_F000,
+                len: 0x1000
+            }),
+            "the second piece's overflow"
+        );
+        assert_eq!(
+            pt.pieces(0x7000_FFFF, 0x1001).map(|_| ()),
+            Err(MemError::Overflow {
+                addr: u64::MAX,
+                len: 1
+            }),
+            "the first piece's overflow wins"
+        );
     }
 
     #[test]

@@ -52,7 +52,9 @@ impl HostCpu {
             Op::Write { va, data } => {
                 let len = data.len() as u64;
                 let costed = self.costed(mem, va, len, Some(&data));
-                // The buffer goes back to the library for its next store.
+                // The buffer goes back, emptied, for the library's next store.
+                let mut data = data;
+                data.clear();
                 self.slot.borrow_mut().spare = data;
                 match costed {
                     Ok((cost, _)) => {
@@ -388,8 +390,9 @@ impl HostCpu {
     /// model; returns the line cost and (loads) the bytes.
     ///
     /// The lines the access touches and what memory held in each before it go into
-    /// buffers the CPU keeps (`scratch_lines`, `scratch_bytes`), so that an access
-    /// allocates nothing but a load's returned bytes.
+    /// buffers the CPU keeps (`scratch_lines`, `scratch_bytes`), so that, once they are
+    /// large enough, an access within one or two pages allocates nothing but a load's
+    /// returned bytes (a longer one also the page table's list of pieces).
     fn costed(
         &mut self,
         mem: &mut HostMemory,

@@ -127,9 +127,11 @@ pub struct HostCpu {
     piece: Vec<u8>,
     /// The bytes of memory such an op read back.
     got: Vec<u8>,
-    /// The lines of a costed access (`exec.rs`), kept for the next one.
+    /// The lines of a costed access (`exec.rs`), kept for the next one (as large as the
+    /// largest access so far: an entry for each cache line it touched).
     scratch_lines: Vec<u64>,
-    /// The bytes of those lines before the access, kept for the next one.
+    /// The bytes of those lines before the access, kept for the next one (as large as
+    /// the largest access so far, plus a line).
     scratch_bytes: Vec<u8>,
 }
 
