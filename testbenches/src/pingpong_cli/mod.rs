@@ -495,7 +495,15 @@ pub fn compute(
     }
     let recv_post = crate::system::RecvPost::from(args.recv_post);
     Ok(
-        match sweep::run(cfg, op, sizes, args.iters, args.warmup, recv_post) {
+        match sweep::run(
+            cfg,
+            op,
+            sizes,
+            args.iters,
+            args.warmup,
+            recv_post,
+            args.trace.stats.is_some(),
+        ) {
             Ok(s) => Ok(s),
             Err((size, e)) => Err(failed("pingpong", &format!("{size} bytes"), &e)),
         },

@@ -36,7 +36,8 @@ pub struct SizeResult {
     pub simulated_ps: u64,
     /// What became of the run's messages.
     pub delivery: Delivery,
-    /// Every component's counters at the end of the run (`--stats`).
+    /// Every component's counters at the end of the run (`--stats`; empty unless
+    /// asked for: collecting them is a few percent of a short run's wall time).
     pub counters: Vec<crate::stats::Counter>,
 }
 
@@ -62,8 +63,8 @@ pub struct Sweep {
     pub show_delivery: bool,
 }
 
-/// Runs one size.
-fn one(cfg: &SystemConfig, spec: PingPongSpec) -> Result<SizeResult, RunError> {
+/// Runs one size; `counters`: collect every component's counters at the end.
+fn one(cfg: &SystemConfig, spec: PingPongSpec, counters: bool) -> Result<SizeResult, RunError> {
     let start = Instant::now();
     let run = run_pingpong(cfg, spec)?;
     tracing::debug!(
@@ -83,7 +84,11 @@ fn one(cfg: &SystemConfig, spec: PingPongSpec) -> Result<SizeResult, RunError> {
         bandwidth_mb_s: run.bandwidth_mb_s(),
         events: run.stats.events,
         simulated_ps: run.stats.simulated.as_ps(),
-        counters: crate::stats::of_system(&run.system),
+        counters: if counters {
+            crate::stats::of_system(&run.system)
+        } else {
+            Vec::new()
+        },
         delivery: run.delivery,
     })
 }
@@ -104,7 +109,8 @@ fn progress(n: usize) -> ProgressBar {
 }
 
 /// Runs `sizes` (sorted) in parallel and returns the sweep in size order, or the first
-/// size (in size order) whose run failed, with its error.
+/// size (in size order) whose run failed, with its error; `counters`: each size's
+/// result carries every component's counters (`--stats`).
 ///
 /// # Errors
 /// The smallest size whose run failed, and why.
@@ -115,6 +121,7 @@ pub fn run(
     iterations: u32,
     warmup: u32,
     recv_post: crate::system::RecvPost,
+    counters: bool,
 ) -> Result<Sweep, (u32, RunError)> {
     let start = Instant::now();
     let bar = progress(sizes.len());
@@ -133,7 +140,7 @@ pub fn run(
                 trace: false,
                 recv_post,
             };
-            let r = one(cfg, spec);
+            let r = one(cfg, spec, counters);
             bar.set_message(format!("({} bytes done)", sizes[i]));
             bar.inc(1);
             (i, r)
@@ -177,6 +184,7 @@ mod tests {
             1,
             1,
             crate::system::RecvPost::Timed,
+            true,
         )
         .unwrap();
         let serial: Vec<SizeResult> = sizes
@@ -190,11 +198,37 @@ mod tests {
                     trace: false,
                     recv_post: crate::system::RecvPost::Timed,
                 };
-                one(&cfg, spec).unwrap()
+                one(&cfg, spec, true).unwrap()
             })
             .collect();
         assert_eq!(par.results, serial);
         assert_eq!(par.events, serial.iter().map(|r| r.events).sum::<u64>());
         assert!(par.results.windows(2).all(|w| w[0].size < w[1].size));
+        assert!(par.results.iter().all(|r| !r.counters.is_empty()));
+    }
+
+    #[test]
+    fn counters_are_collected_only_when_asked_for_and_change_nothing_else() {
+        let cfg = SystemConfig::from_preset(DEFAULT_PRESET).unwrap();
+        let sweep = |counters| {
+            run(
+                &cfg,
+                Op::RdmaWrite,
+                &[4, 1460],
+                1,
+                1,
+                crate::system::RecvPost::Timed,
+                counters,
+            )
+            .unwrap()
+        };
+        let (with, without) = (sweep(true), sweep(false));
+        assert!(without.results.iter().all(|r| r.counters.is_empty()));
+        let mut stripped = with.results.clone();
+        for r in &mut stripped {
+            assert!(!r.counters.is_empty());
+            r.counters.clear();
+        }
+        assert_eq!(stripped, without.results);
     }
 }

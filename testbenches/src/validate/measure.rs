@@ -107,6 +107,7 @@ pub fn measure(cfg: &SystemConfig) -> Result<Measurements, MeasureError> {
             ITERATIONS,
             WARMUP,
             crate::system::RecvPost::Timed,
+            false,
         )
         .map_err(|(size, e)| run_err(format!("{} ping-pong at {size} bytes", op.name()))(e))
     };
