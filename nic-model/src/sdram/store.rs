@@ -24,6 +24,9 @@ pub struct SdramError {
 #[derive(Clone, Debug)]
 pub struct SdramStore {
     size: u64,
+    /// The chunks up to the last one written (a chunk past the end reads as zero): a
+    /// card that keeps its tables in the first megabytes pays for a table of those, not
+    /// of all 16,384 chunks of 64 MiB, when a system is built and dropped.
     chunks: Vec<Option<Box<[u8]>>>,
 }
 
@@ -31,10 +34,10 @@ impl SdramStore {
     /// A store of `size` bytes, all reading as zero.
     #[must_use]
     pub fn new(size: u64) -> Self {
-        let n = usize::try_from(size.div_ceil(CHUNK)).unwrap_or(usize::MAX);
-        let mut chunks = Vec::new();
-        chunks.resize_with(n, || None);
-        Self { size, chunks }
+        Self {
+            size,
+            chunks: Vec::new(),
+        }
     }
 
     /// Capacity \[bytes\].
@@ -120,8 +123,13 @@ impl SdramStore {
         self.chunks.get(i)?.as_deref()
     }
 
+    /// Chunk `index` (inside the SDRAM: `write` checks the range first), allocated on
+    /// first write.
     fn chunk_mut(&mut self, index: u64) -> Option<&mut [u8]> {
         let i = usize::try_from(index).ok()?;
+        if i >= self.chunks.len() && index < self.size.div_ceil(CHUNK) {
+            self.chunks.resize_with(i + 1, || None);
+        }
         let slot = self.chunks.get_mut(i)?;
         let c = slot.get_or_insert_with(|| vec![0u8; CHUNK as usize].into_boxed_slice());
         Some(&mut c[..])
