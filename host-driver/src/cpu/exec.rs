@@ -403,11 +403,20 @@ impl HostCpu {
         if len == 0 {
             return Ok((Cycles(0), Vec::new()));
         }
+        self.with_scratch(|cpu, lines, before| cpu.costed_with(mem, va, len, store, lines, before))
+    }
+
+    /// Runs `f` with the CPU's two scratch buffers (`scratch_lines`, `scratch_bytes`),
+    /// taken out of it for the call and kept again after it.
+    fn with_scratch<R>(
+        &mut self,
+        f: impl FnOnce(&mut Self, &mut Vec<u64>, &mut Vec<u8>) -> R,
+    ) -> R {
         let mut lines = std::mem::take(&mut self.scratch_lines);
-        let mut before = std::mem::take(&mut self.scratch_bytes);
-        let r = self.costed_with(mem, va, len, store, &mut lines, &mut before);
+        let mut bytes = std::mem::take(&mut self.scratch_bytes);
+        let r = f(self, &mut lines, &mut bytes);
         self.scratch_lines = lines;
-        self.scratch_bytes = before;
+        self.scratch_bytes = bytes;
         r
     }
 
@@ -518,12 +527,7 @@ impl HostCpu {
         va: u64,
         len: u64,
     ) -> Result<(), MemError> {
-        let mut held = std::mem::take(&mut self.scratch_lines);
-        let mut bytes = std::mem::take(&mut self.scratch_bytes);
-        let r = self.refresh_with(mem, va, len, &mut held, &mut bytes);
-        self.scratch_lines = held;
-        self.scratch_bytes = bytes;
-        r
+        self.with_scratch(|cpu, held, bytes| cpu.refresh_with(mem, va, len, held, bytes))
     }
 
     /// [`Self::refresh_cached`] with its buffers: `held` for the cached lines the
