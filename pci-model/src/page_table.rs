@@ -157,11 +157,11 @@ impl PageTable {
     /// translated, and an unmapped page wins over an overflow; then each piece is
     /// checked in order), so an error is known before the first piece is used. A range
     /// of one or two pages (nearly every access of a program) needs no vector: its
-    /// pieces are taken from the table as they are asked for.
+    /// pieces are kept as the check finds them.
     ///
     /// # Errors
     /// Overflow or an unmapped page.
-    pub fn pieces(&self, va: u64, len: u64) -> Result<Pieces<'_>, MemError> {
+    pub fn pieces(&self, va: u64, len: u64) -> Result<Pieces, MemError> {
         if len == 0 {
             return Ok(Pieces(Walk::Listed(Vec::new().into_iter())));
         }
@@ -171,29 +171,37 @@ impl PageTable {
         if page_base(last) - page_base(va) > PAGE_SIZE {
             return Ok(Pieces(Walk::Listed(self.segments(va, len)?.into_iter())));
         }
-        // One or two pages: checked as `segments` checks them, the second page
-        // translated again when its piece is taken.
         let addr = self.translate(va)?;
         let n = (PAGE_SIZE - addr % PAGE_SIZE).min(len);
+        let first = PhysSegment { addr, len: n };
         let first_overflows = addr.checked_add(n).is_none();
+        let mut few = Walk::Few {
+            segs: [first, first],
+            count: 1,
+            next: 0,
+        };
         if n < len {
-            let second = self.translate(page_base(va) + PAGE_SIZE)?;
-            if !first_overflows && second.checked_add(len - n).is_none() {
+            // The second page's frame: page-aligned, so its piece is the rest.
+            let second = PhysSegment {
+                addr: self.translate(page_base(va) + PAGE_SIZE)?,
+                len: len - n,
+            };
+            if !first_overflows && second.addr.checked_add(second.len).is_none() {
                 return Err(MemError::Overflow {
-                    addr: second,
-                    len: len - n,
+                    addr: second.addr,
+                    len: second.len,
                 });
             }
+            few = Walk::Few {
+                segs: [first, second],
+                count: 2,
+                next: 0,
+            };
         }
         if first_overflows {
             return Err(MemError::Overflow { addr, len: n });
         }
-        Ok(Pieces(Walk::Table {
-            table: self,
-            page: page_base(va),
-            addr,
-            left: len,
-        }))
+        Ok(Pieces(few))
     }
 
     /// Reads `buf.len()` bytes of virtual memory at `va`.
@@ -228,55 +236,30 @@ impl PageTable {
 /// The physically contiguous pieces of a checked range ([`PageTable::pieces`]), in
 /// order: a piece per page the range touches.
 #[derive(Clone, Debug)]
-pub struct Pieces<'a>(Walk<'a>);
+pub struct Pieces(Walk);
 
-/// How [`Pieces`] finds its pieces.
+/// Where [`Pieces`] keeps its pieces.
 #[derive(Clone, Debug)]
-enum Walk<'a> {
-    /// From the table, a page at a time (a range of one or two pages).
-    Table {
-        table: &'a PageTable,
-        /// The virtual page of the next piece.
-        page: u64,
-        /// The physical address of the next piece.
-        addr: u64,
-        /// Bytes not yet in a piece.
-        left: u64,
+enum Walk {
+    /// The first `count` of `segs` (a range of one or two pages), from `next` on.
+    Few {
+        segs: [PhysSegment; 2],
+        count: usize,
+        next: usize,
     },
-    /// From a list made when the range was checked (a longer range, or none).
+    /// A list made when the range was checked (a longer range, or none).
     Listed(std::vec::IntoIter<PhysSegment>),
 }
 
-impl Iterator for Pieces<'_> {
+impl Iterator for Pieces {
     type Item = PhysSegment;
 
     fn next(&mut self) -> Option<PhysSegment> {
         match &mut self.0 {
             Walk::Listed(list) => list.next(),
-            Walk::Table {
-                table,
-                page,
-                addr,
-                left,
-            } => {
-                if *left == 0 {
-                    return None;
-                }
-                let n = (PAGE_SIZE - *addr % PAGE_SIZE).min(*left);
-                let seg = PhysSegment {
-                    addr: *addr,
-                    len: n,
-                };
-                *left -= n;
-                if *left > 0 {
-                    *page += PAGE_SIZE;
-                    // Translated when the range was checked, and the table is borrowed
-                    // since: it cannot fail here (were it to, the pieces would end).
-                    match table.translate(*page) {
-                        Ok(a) => *addr = a,
-                        Err(_) => *left = 0,
-                    }
-                }
+            Walk::Few { segs, count, next } => {
+                let seg = segs.get(*next).filter(|_| *next < *count).copied()?;
+                *next += 1;
                 Some(seg)
             }
         }
@@ -285,16 +268,13 @@ impl Iterator for Pieces<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = match &self.0 {
             Walk::Listed(list) => list.len(),
-            Walk::Table { addr, left, .. } => {
-                let first = PAGE_SIZE - *addr % PAGE_SIZE;
-                usize::from(*left > 0) + usize::from(*left > first)
-            }
+            Walk::Few { count, next, .. } => count.saturating_sub(*next),
         };
         (n, Some(n))
     }
 }
 
-impl ExactSizeIterator for Pieces<'_> {}
+impl ExactSizeIterator for Pieces {}
 
 /// Splits a transfer of `len` bytes described by an ATT-style page list (entry 0 = the
 /// physical start, later entries = page bases) into page-bounded physical segments.
