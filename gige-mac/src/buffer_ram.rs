@@ -297,13 +297,13 @@ impl BufferRam {
 }
 
 /// `n` bytes of `bytes` (a RAM starting at `base`) from `addr` (zeros where outside).
-/// The bytes are copied into a new vector without zero-filling it first (only what lies
-/// outside the RAM is filled with zeros).
+/// The bytes are copied into a spare vector ([`sim_kernel::spare`]) without zero-filling
+/// it first (only what lies outside the RAM is filled with zeros).
 fn copy_of(bytes: &[u8], base: u64, addr: u64, n: u64) -> Vec<u8> {
     let n = usize::try_from(n).unwrap_or(0);
     let from = usize::try_from(addr.saturating_sub(base)).unwrap_or(usize::MAX);
     let src = bytes.get(from..).unwrap_or_default();
-    let mut out = Vec::with_capacity(n);
+    let mut out = sim_kernel::spare::take_bytes(n);
     out.extend_from_slice(&src[..n.min(src.len())]);
     out.resize(n, 0);
     out
@@ -330,6 +330,7 @@ impl FoldRam for BufferRam {
                 // The bus stores only writes inside the RAM (`RamBacking::folds_write`).
                 tracing::error!(target: "mac::gec", %e, "a stored write outside the buffer RAM dropped");
             }
+            sim_kernel::spare::give_bytes(data);
         }
     }
 }

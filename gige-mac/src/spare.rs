@@ -21,11 +21,15 @@ impl SpareBuffers {
         self.bufs.pop().unwrap_or_default()
     }
 
-    /// Keeps `buf`, emptied, for a later frame, unless enough are kept already.
+    /// Keeps `buf`, emptied, for a later frame; if enough are kept already, it goes to
+    /// the thread's spare buffers ([`sim_kernel::spare`]), where the components that
+    /// make such buffers for others (the bus, the buffer RAM) take them again.
     pub fn keep(&mut self, mut buf: Vec<u8>) {
         if self.bufs.len() < KEPT {
             buf.clear();
             self.bufs.push(buf);
+        } else {
+            sim_kernel::spare::give_bytes(buf);
         }
     }
 }

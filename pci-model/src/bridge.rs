@@ -203,6 +203,7 @@ impl HostBridge {
                 }
             }
             tracing::trace!(target: "pci::bridge", addr = p.addr, len = p.data.len(), "committed");
+            sim_kernel::spare::give_bytes(p.data);
         }
     }
 

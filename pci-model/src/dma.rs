@@ -502,11 +502,14 @@ impl DmaMaster {
             let Some(mut job) = self.jobs.pop_front() else {
                 break;
             };
+            // The page list (the engine's, from the thread's spare lists) goes back.
+            sim_kernel::spare::give_words(std::mem::take(&mut job.bursts.pages));
             self.stats.jobs += 1;
             if failed {
                 self.stats.failed_jobs += 1;
             }
             let data = if job.write {
+                sim_kernel::spare::give_bytes(std::mem::take(&mut job.data));
                 Vec::new()
             } else {
                 let moved = usize::try_from(job.moved).unwrap_or(0);

@@ -186,6 +186,7 @@ impl HostMemory {
                 Ok(()) => bytes += data.len() as u64,
                 Err(e) => tracing::error!(target: "pci::memory", %e, "lazily committed write lost"),
             }
+            sim_kernel::spare::give_bytes(data);
         }
         bytes
     }

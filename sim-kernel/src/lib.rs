@@ -9,6 +9,8 @@
 //! - [`trace`]: spans and state transitions for reports, one branch when off;
 //! - [`fsm`]: explicit state machines whose every transition is traced;
 //! - [`rng`]: the seeded generator every random choice comes from;
+//! - [`spare`]: a per-thread cache of emptied byte and page-list buffers (allocations
+//!   only, never a result);
 //! - [`wiring`]: [`Wiring`], the components of a system by id with their storage, and
 //!   the one place a message of the wrong kind for its target is caught.
 //!
@@ -23,6 +25,7 @@ pub mod kernel;
 pub mod order;
 pub mod queue;
 pub mod rng;
+pub mod spare;
 pub mod time;
 pub mod trace;
 pub mod wiring;

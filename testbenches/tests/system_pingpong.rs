@@ -138,3 +138,44 @@ fn what_ifs_change_latency_in_the_expected_direction() {
         "ATT reads over PCI must add latency"
     );
 }
+
+/// The thread's spare buffers (`sim_kernel::spare`) change allocations, never a result:
+/// an untraced run (where the buses fold their reads and writes, so the buffers
+/// circulate) gives the same latencies, reports, event count and component counters on
+/// a fresh thread (no spare buffer yet), again on the same thread (the first run's
+/// buffers kept), and on a thread whose cache holds buffers of other capacities.
+#[test]
+fn spare_buffers_change_no_result() {
+    let once = || {
+        let r = run(Op::RdmaWrite, 8192, false);
+        (
+            r.one_way,
+            r.initiator.clone(),
+            r.responder.clone(),
+            r.stats.events,
+            testbenches::stats::of_system(&r.system),
+        )
+    };
+    let cold = std::thread::spawn(once).join().expect("cold run");
+    let warm = std::thread::spawn(move || {
+        let first = once();
+        (first, once())
+    })
+    .join()
+    .expect("warm runs");
+    let odd = std::thread::spawn(move || {
+        for cap in [2048, 3000, 9000, 16 * 1024] {
+            for _ in 0..40 {
+                sim_kernel::spare::give_bytes(Vec::with_capacity(cap));
+                sim_kernel::spare::give_words(Vec::with_capacity(cap / 8));
+            }
+        }
+        once()
+    })
+    .join()
+    .expect("run with odd spare buffers");
+    assert!(cold.3 > 0 && !cold.4.is_empty());
+    assert_eq!(cold, warm.0, "a fresh thread, twice");
+    assert_eq!(cold, warm.1, "with the first run's buffers kept");
+    assert_eq!(cold, odd, "with buffers of other capacities kept");
+}

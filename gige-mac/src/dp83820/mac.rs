@@ -346,6 +346,7 @@ impl Dp83820Mac {
                 }
             }
         }
+        sim_kernel::spare::give_bytes(c.data); // a folded read's sample: back to circulate
         self.tx_abort_unstarted(ctx);
         self.tx_advance(ctx);
     }

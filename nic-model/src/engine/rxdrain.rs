@@ -74,7 +74,8 @@ impl Engine {
                 tag: RxRun {
                     src: base + HEADERS_LEN as u64 + c.off,
                     len: c.len,
-                    data: Vec::with_capacity(usize::try_from(c.len).unwrap_or(0)),
+                    // Given back by the host bridge once posted to memory.
+                    data: sim_kernel::spare::take_bytes(usize::try_from(c.len).unwrap_or(0)),
                     pages: c.pages,
                     msg: id,
                     read_failed: false,

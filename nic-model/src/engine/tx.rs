@@ -146,7 +146,7 @@ impl Engine {
         &mut self,
         id: SendId,
         rest: bool,
-        done: DmaDone,
+        done: &DmaDone,
         io: &mut Io,
         ram: &mut BufferRam,
     ) {

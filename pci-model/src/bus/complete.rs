@@ -70,7 +70,9 @@ impl PciBus {
         let mut read_data = Vec::new();
         if t.command.is_read() {
             if is_bridge {
-                // Copied straight from host memory: no zero-filled buffer first.
+                // Copied straight from host memory: no zero-filled buffer first, into a
+                // spare one (the card's engine gives it back when its run is written).
+                read_data = sim_kernel::spare::take_bytes(n);
                 if let Some(mm) = mem.as_deref() {
                     if let Err(e) = mm.read_append(t.addr, n, &mut read_data) {
                         tracing::error!(target: "pci::bridge", %e, "DMA read outside memory");

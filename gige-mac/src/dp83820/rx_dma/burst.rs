@@ -65,7 +65,12 @@ impl Dp83820Bus {
             let n = to_issue.min(cfg.mxdma);
             let from = usize::try_from(head.issued).unwrap_or(usize::MAX);
             let to = from.saturating_add(usize::try_from(n).unwrap_or(0));
-            let data = head.rx.arrived(Time::MAX).get(from..to).map(<[u8]>::to_vec);
+            let data = head.rx.arrived(Time::MAX).get(from..to).map(|b| {
+                // Given back by the buffer RAM once stored (`BufferRam`'s `pass`).
+                let mut v = sim_kernel::spare::take_bytes(b.len());
+                v.extend_from_slice(b);
+                v
+            });
             let Some(data) = data else {
                 // Arrived but not known: a streamed frame's update is late (a model bug).
                 self.stats.unexpected += 1;

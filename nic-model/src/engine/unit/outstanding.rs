@@ -218,8 +218,9 @@ pub(crate) fn pages_from(
     len: u64,
 ) -> Option<Vec<u64>> {
     let end = off.checked_add(len)?;
-    // A chunk spans a page or two: room for four at once, as the first push would make.
-    let mut pages = Vec::with_capacity(4);
+    // A chunk spans a page or two: room for four at once, as the first push would make;
+    // a spare list, which the DMA master gives back when the job is done.
+    let mut pages = sim_kernel::spare::take_words(4);
     for p in pieces.get(first..).unwrap_or_default() {
         let p_end = at.checked_add(u64::from(p.len))?;
         if pages.is_empty() {
