@@ -17,6 +17,7 @@
 //! docs/speed-plan.md, seventeenth round.
 
 use std::cell::RefCell;
+use std::thread::LocalKey;
 
 /// How many buffers of each kind a thread keeps: more than a system's data frames in
 /// flight need (a frame's buffers are on their way through a few components at once).
@@ -39,8 +40,34 @@ const MIN_KEPT_BYTES: usize = 2048;
 const SMALL_BYTES: usize = 64;
 
 thread_local! {
-    static BYTES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-    static WORDS: RefCell<Vec<Vec<u64>>> = const { RefCell::new(Vec::new()) };
+    static BYTES: Cache<u8> = const { RefCell::new(Vec::new()) };
+    static WORDS: Cache<u64> = const { RefCell::new(Vec::new()) };
+}
+
+/// One kind of kept buffers, the last kept on top.
+type Cache<T> = RefCell<Vec<Vec<T>>>;
+
+/// The buffer on top of `cache` if it has room for `cap` items.
+fn take_from<T: 'static>(cache: &'static LocalKey<Cache<T>>, cap: usize) -> Option<Vec<T>> {
+    cache.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.last().is_some_and(|v| v.capacity() >= cap) {
+            c.pop()
+        } else {
+            None
+        }
+    })
+}
+
+/// Keeps `buf`, emptied, on top of `cache` unless enough are kept already.
+fn keep_in<T: 'static>(cache: &'static LocalKey<Cache<T>>, mut buf: Vec<T>) {
+    buf.clear();
+    cache.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() < KEPT {
+            c.push(buf);
+        }
+    });
 }
 
 /// An empty byte buffer with room for at least `cap` bytes: a kept one if the last kept
@@ -51,60 +78,30 @@ pub fn take_bytes(cap: usize) -> Vec<u8> {
     if cap < SMALL_BYTES {
         return Vec::with_capacity(cap);
     }
-    let kept = BYTES.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.last().is_some_and(|v| v.capacity() >= cap) {
-            b.pop()
-        } else {
-            None
-        }
-    });
-    kept.unwrap_or_else(|| Vec::with_capacity(cap.max(MIN_KEPT_BYTES)))
+    take_from(&BYTES, cap).unwrap_or_else(|| Vec::with_capacity(cap.max(MIN_KEPT_BYTES)))
 }
 
 /// Gives `buf` back for a later [`take_bytes`]: kept emptied, or dropped if it is too
 /// small or too large to keep or enough are kept already.
-pub fn give_bytes(mut buf: Vec<u8>) {
-    if !(MIN_KEPT_BYTES..=MAX_KEPT_BYTES).contains(&buf.capacity()) {
-        return;
+pub fn give_bytes(buf: Vec<u8>) {
+    if (MIN_KEPT_BYTES..=MAX_KEPT_BYTES).contains(&buf.capacity()) {
+        keep_in(&BYTES, buf);
     }
-    buf.clear();
-    BYTES.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.len() < KEPT {
-            b.push(buf);
-        }
-    });
 }
 
 /// An empty list of words (a DMA job's pages) with room for at least `cap`: a kept one
 /// if the last kept is large enough, a new one otherwise.
 #[must_use]
 pub fn take_words(cap: usize) -> Vec<u64> {
-    let kept = WORDS.with(|w| {
-        let mut w = w.borrow_mut();
-        if w.last().is_some_and(|v| v.capacity() >= cap) {
-            w.pop()
-        } else {
-            None
-        }
-    });
-    kept.unwrap_or_else(|| Vec::with_capacity(cap))
+    take_from(&WORDS, cap).unwrap_or_else(|| Vec::with_capacity(cap))
 }
 
 /// Gives `list` back for a later [`take_words`]: kept emptied, or dropped if it holds no
 /// memory, is larger than a frame's lists or enough are kept already.
-pub fn give_words(mut list: Vec<u64>) {
-    if list.capacity() == 0 || list.capacity() > MAX_KEPT_BYTES / 8 {
-        return;
+pub fn give_words(list: Vec<u64>) {
+    if (1..=MAX_KEPT_BYTES / 8).contains(&list.capacity()) {
+        keep_in(&WORDS, list);
     }
-    list.clear();
-    WORDS.with(|w| {
-        let mut w = w.borrow_mut();
-        if w.len() < KEPT {
-            w.push(list);
-        }
-    });
 }
 
 #[cfg(test)]
