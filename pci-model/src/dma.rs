@@ -271,6 +271,7 @@ fn read_landed(job: &mut Job, from: usize, mut data: Vec<u8>) {
     if let Some(dst) = job.data.get_mut(from..from + n) {
         dst.copy_from_slice(&data[..n]);
     }
+    sim_kernel::spare::give_bytes(data); // copied: the burst's buffer goes back
 }
 
 /// The read command for `len` bytes at `addr` (`word`: bytes per data phase).

@@ -246,7 +246,11 @@ impl Gec {
     ) {
         match msg {
             PciMsg::TargetRead { tag, addr, len, .. } => self.target_read(tag, addr, len, ctx, ram),
-            PciMsg::TargetWrite { addr, data } => self.target_write(addr, &data, ctx, ram),
+            PciMsg::TargetWrite { addr, data } => {
+                self.target_write(addr, &data, ctx, ram);
+                // Stored: the bytes' buffer (a receive-data write's) goes back to circulate.
+                sim_kernel::spare::give_bytes(data);
+            }
             PciMsg::TransactionDone(done) => self.register_write_done(&done, ctx),
             other => {
                 self.stats.wrong_inputs += 1;
