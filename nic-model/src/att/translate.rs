@@ -7,7 +7,7 @@
 //! reads returned, so what is in the table is exactly what translation uses.
 
 use super::table_io::TableIoError;
-use via_abi::att::{L1Entry, L1Repr, L2Repr, L2_ENTRY_LEN};
+use via_abi::att::{L1Entry, L1Repr, L2Entry, L2Repr, L2_ENTRY_LEN};
 use via_abi::{MemAttributes, MemHandle, ProtectionTag, Status};
 
 /// Who accesses the memory, and how (decides the attribute check and the status bit).
@@ -209,15 +209,18 @@ pub fn pieces_from_l2(
     req: &TranslateRequest,
 ) -> Result<Vec<Piece>, TranslateError> {
     let corrupt = TranslateError::CorruptEntry(req.handle);
-    let entries = L2Repr::parse_table(l2_bytes).map_err(|_| corrupt)?;
-    if entries.len() as u64 != u64::from(fetch.count) {
+    // The entries are parsed as they are used, not into a table first: every error is
+    // the same `corrupt`, so which entry or check finds one changes nothing.
+    let whole = l2_bytes.len() % L2_ENTRY_LEN == 0;
+    if !whole || (l2_bytes.len() / L2_ENTRY_LEN) as u64 != u64::from(fetch.count) {
         return Err(corrupt);
     }
     let l1 = &fetch.l1;
-    let mut pieces = Vec::with_capacity(entries.len());
+    let mut pieces = Vec::with_capacity(l2_bytes.len() / L2_ENTRY_LEN);
     let mut va = req.va;
     let mut left = req.len;
-    for (k, entry) in entries.iter().enumerate() {
+    for (k, chunk) in l2_bytes.chunks_exact(L2_ENTRY_LEN).enumerate() {
+        let entry = L2Repr::parse(&L2Entry::new_unchecked(chunk)).map_err(|_| corrupt)?;
         let index = fetch.first + u32::try_from(k).map_err(|_| corrupt)?;
         let slot = l1.locate(va).ok_or(corrupt)?;
         if slot.index != index {
