@@ -4,8 +4,8 @@
 
 /// How many buffers are kept: a component has only a few frames in the making at once
 /// (the DP83820 assembles one or two while its wire sends another; the engine fills a
-/// few TX slots), and one more past that is dropped, so a burst cannot leave the pool
-/// holding more memory. Not a model number: it changes allocations, never a result.
+/// few TX slots), and one more past that goes to the thread's spare buffers
+/// ([`sim_kernel::spare`]), so a burst cannot leave this pool holding more memory. Not a model number: it changes allocations, never a result.
 const KEPT: usize = 4;
 
 /// Byte buffers kept for reuse (see the module doc).
@@ -45,7 +45,7 @@ mod tests {
         for _ in 0..KEPT + 2 {
             s.keep(vec![7; 1500]);
         }
-        assert_eq!(s.bufs.len(), KEPT, "the ones past the bound are dropped");
+        assert_eq!(s.bufs.len(), KEPT, "the ones past the bound go elsewhere");
         let b = s.take();
         assert!(b.is_empty() && b.capacity() >= 1500);
         assert_eq!(s.bufs.len(), KEPT - 1);

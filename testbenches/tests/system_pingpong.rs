@@ -140,29 +140,50 @@ fn what_ifs_change_latency_in_the_expected_direction() {
 }
 
 /// The thread's spare buffers (`sim_kernel::spare`) change allocations, never a result:
-/// an untraced run (where the buses fold their reads and writes, so the buffers
-/// circulate) gives the same latencies, reports, event count and component counters on
-/// a fresh thread (no spare buffer yet), again on the same thread (the first run's
-/// buffers kept), and on a thread whose cache holds buffers of other capacities.
+/// each run below gives the same latencies, program reports, deliveries, events,
+/// component counters and (traced) trace digest on a fresh thread (no spare buffer
+/// yet), again on the same thread (the first run's buffers kept), and on a thread whose
+/// cache holds buffers of other capacities. The runs cover where the buffers circulate:
+/// untraced fast stepping (the buses' folds) for both operations, a traced run and
+/// exact stepping (the GEC stores the receive-data writes itself).
 #[test]
 fn spare_buffers_change_no_result() {
-    let once = || {
-        let r = run(Op::RdmaWrite, 8192, false);
-        (
-            r.one_way,
-            r.initiator.clone(),
-            r.responder.clone(),
-            r.stats.events,
-            testbenches::stats::of_system(&r.system),
-        )
+    use testbenches::config::SimStepping;
+    let cases = [
+        (Op::RdmaWrite, 8192, false, SimStepping::Fast),
+        (Op::SendRecv, 4096, false, SimStepping::Fast),
+        (Op::RdmaWrite, 2000, true, SimStepping::Fast),
+        (Op::RdmaWrite, 2000, false, SimStepping::Exact),
+    ];
+    let once = move || {
+        cases.map(|(op, size, trace, stepping)| {
+            let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+            cfg.sim.stepping = stepping;
+            let spec = PingPongSpec {
+                op,
+                size,
+                iterations: 3,
+                warmup: 1,
+                trace,
+                recv_post: testbenches::system::RecvPost::Timed,
+            };
+            let r = run_pingpong(&cfg, spec).expect("run");
+            check_verified(&r);
+            (
+                r.one_way,
+                r.initiator.clone(),
+                r.responder.clone(),
+                r.delivery.clone(),
+                r.stats.events,
+                testbenches::stats::of_system(&r.system),
+                trace.then(|| r.system.kernel.trace().digest()),
+            )
+        })
     };
-    let cold = std::thread::spawn(once).join().expect("cold run");
-    let warm = std::thread::spawn(move || {
-        let first = once();
-        (first, once())
-    })
-    .join()
-    .expect("warm runs");
+    let cold = std::thread::spawn(once).join().expect("cold runs");
+    let (first, warm) = std::thread::spawn(move || (once(), once()))
+        .join()
+        .expect("warm runs");
     let odd = std::thread::spawn(move || {
         for cap in [2048, 3000, 9000, 16 * 1024] {
             for _ in 0..40 {
@@ -173,9 +194,9 @@ fn spare_buffers_change_no_result() {
         once()
     })
     .join()
-    .expect("run with odd spare buffers");
-    assert!(cold.3 > 0 && !cold.4.is_empty());
-    assert_eq!(cold, warm.0, "a fresh thread, twice");
-    assert_eq!(cold, warm.1, "with the first run's buffers kept");
+    .expect("runs with odd spare buffers");
+    assert!(cold[0].4 > 0 && !cold[0].5.is_empty() && cold[2].6.is_some());
+    assert_eq!(cold, first, "a fresh thread, twice");
+    assert_eq!(cold, warm, "with the first runs' buffers kept");
     assert_eq!(cold, odd, "with buffers of other capacities kept");
 }

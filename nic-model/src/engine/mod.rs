@@ -314,34 +314,29 @@ impl Engine {
                 self.connect_deadlines(io, ram);
                 self.target_read(tag, addr, len, io);
             }
-            PciMsg::DmaDone(done) => {
+            PciMsg::DmaDone(mut done) => {
                 let Some(purpose) = self.outstanding.take_dma(DmaTag(done.tag)) else {
                     return self.bookkeeping_miss("DMA job of a completion");
                 };
-                if let DmaFor::Payload { slot, offset, len } = purpose {
-                    // Moved, not copied: the chunk's bytes go on to the TX mover.
-                    let ok = done.status == DmaStatus::Ok && done.data.len() as u64 == len;
-                    let data = ok.then_some(done.data);
-                    self.payload_read(slot, offset, len, data, io);
-                } else {
-                    match purpose {
-                        DmaFor::SendDesc { send, rest } => {
-                            self.send_desc_read(send, rest, &done, io, ram);
-                        }
-                        DmaFor::RecvDesc { rx, rest } => {
-                            self.recv_desc_read(rx, rest, &done, io, ram);
-                        }
-                        DmaFor::RxChunk { rx, len } => {
-                            self.rx_chunk_written(rx, len, &done, io, ram);
-                        }
-                        DmaFor::Status { job } => self.status_written(job, &done, io),
-                        DmaFor::RecvCheck { rest } => self.recv_check_read(rest, &done, io, ram),
-                        DmaFor::DoorbellLink => self.doorbell_link_read(&done, io, ram),
-                        DmaFor::Payload { .. } => {} // taken above
+                match purpose {
+                    DmaFor::SendDesc { send, rest } => {
+                        self.send_desc_read(send, rest, &done, io, ram);
                     }
-                    // Read in place: the bytes' buffer goes back to circulate.
-                    sim_kernel::spare::give_bytes(done.data);
+                    DmaFor::Payload { slot, offset, len } => {
+                        // Moved, not copied: the chunk's bytes go on to the TX mover.
+                        let ok = done.status == DmaStatus::Ok && done.data.len() as u64 == len;
+                        let data = ok.then(|| std::mem::take(&mut done.data));
+                        self.payload_read(slot, offset, len, data, io);
+                    }
+                    DmaFor::RecvDesc { rx, rest } => self.recv_desc_read(rx, rest, &done, io, ram),
+                    DmaFor::RxChunk { rx, len } => self.rx_chunk_written(rx, len, &done, io, ram),
+                    DmaFor::Status { job } => self.status_written(job, &done, io),
+                    DmaFor::RecvCheck { rest } => self.recv_check_read(rest, &done, io, ram),
+                    DmaFor::DoorbellLink => self.doorbell_link_read(&done, io, ram),
                 }
+                // The bytes were read in place or moved on (a write's completion has
+                // none): what is left of the buffer goes back to circulate.
+                sim_kernel::spare::give_bytes(done.data);
             }
             other => {
                 self.stats.wrong_inputs += 1;

@@ -74,7 +74,9 @@ impl Engine {
                 tag: RxRun {
                     src: base + HEADERS_LEN as u64 + c.off,
                     len: c.len,
-                    // Given back by the host bridge once posted to memory.
+                    // Given back once committed to host memory (by the host bridge, or by
+                    // host memory for a lazy commit; a job of several bursts by the DMA
+                    // master when the job is done).
                     data: sim_kernel::spare::take_bytes(usize::try_from(c.len).unwrap_or(0)),
                     pages: c.pages,
                     msg: id,

@@ -71,7 +71,8 @@ impl PciBus {
         if t.command.is_read() {
             if is_bridge {
                 // Copied straight from host memory: no zero-filled buffer first, into a
-                // spare one (the card's engine gives it back when its run is written).
+                // spare one (given back by the DMA master once copied into its job, or
+                // by the card's engine once it has read it or written its TX run).
                 read_data = sim_kernel::spare::take_bytes(n);
                 if let Some(mm) = mem.as_deref() {
                     if let Err(e) = mm.read_append(t.addr, n, &mut read_data) {

@@ -66,7 +66,8 @@ impl Dp83820Bus {
             let from = usize::try_from(head.issued).unwrap_or(usize::MAX);
             let to = from.saturating_add(usize::try_from(n).unwrap_or(0));
             let data = head.rx.arrived(Time::MAX).get(from..to).map(|b| {
-                // Given back by the buffer RAM once stored (`BufferRam`'s `pass`).
+                // Given back once stored: by the buffer RAM (`BufferRam`'s `pass`, the
+                // write fold) or by the GEC (its `TargetWrite`).
                 let mut v = sim_kernel::spare::take_bytes(b.len());
                 v.extend_from_slice(b);
                 v
