@@ -10,7 +10,7 @@
 //! no model state: [`take_bytes`] and [`take_words`] hand out empty vectors, and nothing
 //! in a model may read a vector's capacity, so which buffer comes back changes
 //! allocations, never a result. Each thread has its own (a parallel sweep runs one size
-//! a thread), bounded in count ([`KEPT`] of each kind) and in the capacity of a kept
+//! a thread), bounded in count and in the capacity of a kept
 //! buffer, so it holds at most a few MiB (256 byte buffers of up to 16 KiB, 256 lists
 //! of up to 2,048 words); in a run it settles at the buffers in flight, 2 KiB each.
 //!
@@ -87,7 +87,7 @@ fn keep_in<T: 'static>(cache: &'static LocalKey<Cache<T>>, mut buf: Vec<T>) {
 
 /// An empty byte buffer with room for at least `cap` bytes: a kept one if the last kept
 /// is large enough, a new one otherwise (of at least the smallest capacity kept, so it
-/// can circulate; for fewer than [`SMALL_BYTES`], one of its own size).
+/// can circulate; for fewer than 64 bytes, one of its own size).
 #[must_use]
 pub fn take_bytes(cap: usize) -> Vec<u8> {
     if cap < SMALL_BYTES {
