@@ -130,12 +130,17 @@ mod tests {
         WORDS.with(|w| w.borrow_mut().clear());
     }
 
+    /// The capacities kept in `cache`, the last kept last.
+    fn kept<T: 'static>(cache: &'static LocalKey<Cache<T>>) -> Vec<usize> {
+        cache.with(|c| c.borrow().iter().map(Vec::capacity).collect())
+    }
+
     fn kept_bytes() -> Vec<usize> {
-        BYTES.with(|b| b.borrow().iter().map(Vec::capacity).collect())
+        kept(&BYTES)
     }
 
     fn kept_words() -> Vec<usize> {
-        WORDS.with(|w| w.borrow().iter().map(Vec::capacity).collect())
+        kept(&WORDS)
     }
 
     #[test]
@@ -174,24 +179,26 @@ mod tests {
     #[test]
     fn only_capacities_in_range_are_kept() {
         drain();
-        for cap in [
+        let bytes = [
             MIN_KEPT_BYTES - 1,
             MIN_KEPT_BYTES,
             MAX_KEPT_BYTES,
             MAX_KEPT_BYTES + 1,
-        ] {
-            give_bytes(Vec::with_capacity(cap));
-        }
+        ];
+        bytes
+            .into_iter()
+            .for_each(|cap| give_bytes(Vec::with_capacity(cap)));
         assert_eq!(kept_bytes(), [MIN_KEPT_BYTES, MAX_KEPT_BYTES]);
-        for cap in [
+        let words = [
             0,
             MIN_KEPT_WORDS - 1,
             MIN_KEPT_WORDS,
             MAX_KEPT_WORDS,
             MAX_KEPT_WORDS + 1,
-        ] {
-            give_words(Vec::with_capacity(cap));
-        }
+        ];
+        words
+            .into_iter()
+            .for_each(|cap| give_words(Vec::with_capacity(cap)));
         assert_eq!(kept_words(), [MIN_KEPT_WORDS, MAX_KEPT_WORDS]);
     }
 

@@ -3,11 +3,21 @@
 //! every iteration's data is verified byte for byte by the programs themselves, and the
 //! run is deterministic.
 
-use testbenches::config::SystemConfig;
+use testbenches::config::{SimStepping, SystemConfig};
 use testbenches::system::{run_pingpong, Op, PingPongSpec};
 
 fn run(op: Op, size: u32, trace: bool) -> testbenches::system::PingPongRun {
-    let cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+    run_stepped(op, size, trace, SimStepping::Fast)
+}
+
+fn run_stepped(
+    op: Op,
+    size: u32,
+    trace: bool,
+    stepping: SimStepping,
+) -> testbenches::system::PingPongRun {
+    let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
+    cfg.sim.stepping = stepping;
     let spec = PingPongSpec {
         op,
         size,
@@ -148,7 +158,6 @@ fn what_ifs_change_latency_in_the_expected_direction() {
 /// exact stepping (the GEC stores the receive-data writes itself).
 #[test]
 fn spare_buffers_change_no_result() {
-    use testbenches::config::SimStepping;
     let cases = [
         (Op::RdmaWrite, 8192, false, SimStepping::Fast),
         (Op::SendRecv, 4096, false, SimStepping::Fast),
@@ -157,17 +166,7 @@ fn spare_buffers_change_no_result() {
     ];
     let once = move || {
         cases.map(|(op, size, trace, stepping)| {
-            let mut cfg = SystemConfig::from_preset("hvia-ge").expect("preset");
-            cfg.sim.stepping = stepping;
-            let spec = PingPongSpec {
-                op,
-                size,
-                iterations: 3,
-                warmup: 1,
-                trace,
-                recv_post: testbenches::system::RecvPost::Timed,
-            };
-            let r = run_pingpong(&cfg, spec).expect("run");
+            let r = run_stepped(op, size, trace, stepping);
             check_verified(&r);
             (
                 r.one_way,
