@@ -60,16 +60,34 @@ impl PciBus {
         // Attempts are applied only for the master GNT# is parked on, whose next request
         // reads (`retry_run_idle` asks for that and more): a bus whose parked master
         // writes (a DMA write burst's, nearly half the calls) is refused here.
-        let parked_reads = self
+        let Some(head) = self
             .arb
             .gnt()
             .and_then(|g| self.masters.get(g))
             .and_then(|p| p.queue.front())
-            .is_some_and(|q| q.req.command.is_read());
-        if !parked_reads {
+            .filter(|q| q.req.command.is_read())
+        else {
+            return 0;
+        };
+        // Nor is a read whose data the bridge has by the attempt's DEVSEL# edge (about
+        // half the calls that get this far): the attempt moves data and is stepped.
+        // `retry_run_idle` asks the same of the same request once it has found it the
+        // sole read (which this refusal need not know: it refuses either way).
+        if self.data_by_devsel(head, c) {
             return 0;
         }
         self.retry_run_idle(c, target)
+    }
+
+    /// Whether the bridge has the data of `head`'s read, latched, by the DEVSEL# edge
+    /// of an attempt whose address phase is clock `c`.
+    #[inline(always)]
+    fn data_by_devsel(&self, head: &super::Queued, c: u64) -> bool {
+        self.bridge.as_ref().is_some_and(|b| {
+            let devsel = b.params().devsel.clocks();
+            b.slot_for(head.req.addr + head.done, head.req.command)
+                .is_some_and(|slot| slot.first_data <= self.edge(c + devsel))
+        })
     }
 
     /// [`PciBus::retry_run`] on an idle bus with a bridge and work queued, untraced.
@@ -95,11 +113,7 @@ impl PciBus {
         // DEVSEL# edge (the common case at the wake-up the look-ahead set): it moves
         // data and is stepped, as the loop below would decide at its first attempt
         // (`read_claim` answers `Latched` exactly when `slot_for` finds the slot).
-        let devsel = bridge.params().devsel.clocks();
-        if bridge
-            .slot_for(head.req.addr + head.done, head.req.command)
-            .is_some_and(|slot| slot.first_data <= self.edge(c + devsel))
-        {
+        if self.data_by_devsel(head, c) {
             return 0;
         }
         let tag = head.req.tag;
