@@ -5,7 +5,8 @@
 /// How many buffers are kept: a component has only a few frames in the making at once
 /// (the DP83820 assembles one or two while its wire sends another; the engine fills a
 /// few TX slots), and one more past that goes to the thread's spare buffers
-/// ([`sim_kernel::spare`]), so a burst cannot leave this pool holding more memory. Not a model number: it changes allocations, never a result.
+/// ([`sim_kernel::spare`]), so a burst cannot leave this pool holding more memory. Not
+/// a model number: it changes allocations, never a result.
 const KEPT: usize = 4;
 
 /// Byte buffers kept for reuse (see the module doc).

@@ -71,8 +71,8 @@ impl PciBus {
         };
         // Nor is a read whose data the bridge has by the attempt's DEVSEL# edge (about
         // half the calls that get this far): the attempt moves data and is stepped.
-        // `retry_run_idle` asks the same of the same request once it has found it the
-        // sole read (which this refusal need not know: it refuses either way).
+        // `retry_run_idle`, which goes on only for this master's request as the sole
+        // read, counts on this refusal (checked there in debug builds).
         if self.data_by_devsel(head, c) {
             return 0;
         }
@@ -109,13 +109,11 @@ impl PciBus {
         if self.arb.gnt() != Some(m) || c < port.req_on_from(head) {
             return 0;
         }
-        // The attempt starting now finds its read latched and the data there by its
-        // DEVSEL# edge (the common case at the wake-up the look-ahead set): it moves
-        // data and is stepped, as the loop below would decide at its first attempt
+        // An attempt that finds its read latched and the data there by its DEVSEL#
+        // edge was refused in line (`retry_run`: this master is the parked one, `head`
+        // its request); the loop below would decide the same at its first attempt
         // (`read_claim` answers `Latched` exactly when `slot_for` finds the slot).
-        if self.data_by_devsel(head, c) {
-            return 0;
-        }
+        debug_assert!(!self.data_by_devsel(head, c), "refused in line");
         let tag = head.req.tag;
         let Some(r) = self.read_of(sole) else {
             return 0; // target-aborted: stepped
