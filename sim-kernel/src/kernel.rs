@@ -137,6 +137,9 @@ pub struct Kernel<M> {
     /// The key of the event being delivered, packed as the queue orders it (see
     /// [`Ctx::event_key`]; unpacked only when a component asks).
     current: u128,
+    /// Every event at or before this instant is delivered in the run in progress unless
+    /// a component stops it ([`Ctx::horizon`]).
+    horizon: Time,
     /// Deferred entries waiting for the run to pass their place
     /// ([`Ctx::send_deferred`]), sorted by that place, latest first (the run loop
     /// looks at them only when there are any: one compare an event).
@@ -171,6 +174,7 @@ impl<M> Kernel<M> {
             stats: RunStats::default(),
             stop: false,
             current: 0,
+            horizon: Time::ZERO,
             passes: Vec::new(),
         }
     }
@@ -361,6 +365,12 @@ impl<M> Kernel<M> {
     pub fn run<W: World<M>>(&mut self, world: &mut W, limit: RunLimit) -> RunOutcome {
         let wall = std::time::Instant::now();
         self.stop = false;
+        // A run with an event budget may end at any event: it promises no instant.
+        self.horizon = if limit.max_events == u64::MAX {
+            limit.until
+        } else {
+            Time::ZERO
+        };
         let mut budget = limit.max_events;
         let outcome = loop {
             if budget == 0 {
@@ -390,6 +400,8 @@ impl<M> Kernel<M> {
                 break RunOutcome::Stopped;
             }
         };
+        // Outside a run (`Kernel::call`), no instant is promised.
+        self.horizon = Time::ZERO;
         // Components cannot read the statistics during a run: counted once here.
         self.stats.events += limit.max_events - budget;
         self.stats.simulated = self.now;
@@ -589,6 +601,26 @@ impl<M> Ctx<'_, M> {
     #[inline]
     pub fn reserve_sequence(&mut self) -> u64 {
         self.kernel.queue.reserve_sequence()
+    }
+
+    /// The instant up to which the run in progress delivers every event, unless a
+    /// component stops it ([`Ctx::stop`]): its time limit, or zero for a run with an
+    /// event budget (which may end at any event) and outside a run
+    /// ([`Kernel::call`]). A fold that changes a component's
+    /// state before the place of the event it skips (`pci_model`'s folded master) asks
+    /// it, so that no run ends between the two.
+    #[must_use]
+    pub fn horizon(&self) -> Time {
+        self.kernel.horizon
+    }
+
+    /// Whether an event for `to` is queued with a key below `key` (cancelled ones
+    /// aside): false means that nothing reaches `to` between the event being run and
+    /// `key` but what is queued from now on (which lands at least a cycle from now).
+    #[must_use]
+    pub fn queued_for_before(&self, to: ComponentId, key: EventKey) -> bool {
+        let k = crate::queue::pack(key.time, key.priority, key.sequence);
+        self.kernel.queue.any_for_before(to, k)
     }
 
     /// Queues `msg` for `to` on its edge `at` with `prio` as if it were pushed at the

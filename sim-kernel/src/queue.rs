@@ -435,6 +435,27 @@ impl<T> EventQueue<T> {
         Some(t)
     }
 
+    /// Whether an event for `to` is queued (not cancelled) with a key below `key`,
+    /// packed: the sorted array is looked at from its smallest key up to `key`, the
+    /// heap (empty in nearly every run) entry by entry.
+    pub(crate) fn any_for_before(&self, to: ComponentId, key: u128) -> bool {
+        let h = &self.heap;
+        let is_for = |slot: u32| {
+            self.slab
+                .get(slot as usize)
+                .is_some_and(|c| c.to == to && c.item.is_some())
+        };
+        for i in (0..h.n).rev() {
+            if h.keys[i] >= key {
+                break;
+            }
+            if is_for(h.slots[i]) {
+                return true;
+            }
+        }
+        h.far.iter().any(|e| e.key < key && is_for(e.slot))
+    }
+
     /// The smallest queued key, packed (see [`Entry::packed_key`]).
     #[inline]
     pub(crate) fn peek_key(&self) -> Option<u128> {
@@ -721,6 +742,40 @@ mod tests {
         assert!(q.cancel(c));
         assert!(q.is_empty());
         assert!(q.pop().is_none());
+    }
+
+    proptest! {
+        /// `any_for_before` answers as a scan of every live entry would: in the sorted
+        /// array and the heap alike (up to 80 entries, 32 of them in the array),
+        /// cancelled entries aside, popped ones gone.
+        #[test]
+        fn any_for_before_answers_as_a_scan(
+            evs in prop::collection::vec((0u64..20, 0u8..3, 0u32..3, any::<bool>()), 0..80),
+            pops in 0usize..10,
+            probe in (0u64..22, 0u8..3, 0u64..100, 0u32..3),
+        ) {
+            let prio = |p: u8| Priority(64 * (p + 1));
+            let mut q = EventQueue::new();
+            let mut live = Vec::new();
+            for (t, p, to, cancel) in evs {
+                let tok = q.push_token(Time(t), prio(p), ComponentId(to), 0u8);
+                if cancel {
+                    q.cancel(tok);
+                } else {
+                    live.push((pack(Time(t), prio(p), tok.seq), ComponentId(to)));
+                }
+            }
+            live.sort();
+            for _ in 0..pops {
+                if q.pop().is_some() {
+                    live.remove(0);
+                }
+            }
+            let (t, p, seq, to) = probe;
+            let key = pack(Time(t), prio(p), seq);
+            let want = live.iter().any(|&(k, c)| c == ComponentId(to) && k < key);
+            prop_assert_eq!(q.any_for_before(ComponentId(to), key), want);
+        }
     }
 
     /// A deferred entry sorts after every entry of its instant and priority until it is
