@@ -11,7 +11,9 @@
 # Usage:
 #   tools/instructions.sh [-r 4b,1m,sweep] BASE_BINARY [NEW_BINARY]
 # With two binaries, each run's counts are printed side by side with the change, and
-# "same JSON" or "DIFFERENT JSON" (a change meant to be exact must print "same").
+# "same JSON", "same JSON but events (A -> B)" (a change that removes events and nothing
+# else: the per-size event counts summed) or "DIFFERENT JSON" (a change meant to be
+# exact must print one of the first two).
 set -eu
 runs="4b,1m"
 if [ "${1:-}" == "-r" ]; then runs=$2; shift 2; fi
@@ -51,7 +53,18 @@ def load(p):
             v.pop("commit", None)
             v.pop("started_at", None)
     return d
-print("same JSON" if load(sys.argv[1]) == load(sys.argv[2]) else "DIFFERENT JSON")
+def events(d):
+    n = sum(r.pop("events", 0) for r in d.get("results", []))
+    return n
+a, b = load(sys.argv[1]), load(sys.argv[2])
+if a == b:
+    print("same JSON")
+else:
+    ea, eb = events(a), events(b)
+    if a == b:
+        print(f"same JSON but events ({ea} -> {eb})")
+    else:
+        print("DIFFERENT JSON")
 PY
 }
 

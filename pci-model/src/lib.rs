@@ -78,7 +78,9 @@ pub mod testbench;
 
 pub use abort::{AbortKind, AbortRange, AbortRangeError};
 pub use bridge::{BridgeStats, HostBridge};
-pub use bus::{BusPhase, Deferral, FoldStats, MasterConfig, PciBus, TargetId};
+pub use bus::{
+    BusPhase, Deferral, FoldPort, FoldStats, FoldedMaster, MasterConfig, PciBus, TargetId,
+};
 pub use device::SimpleTarget;
 pub use dma::{read_command, write_command, DmaMaster, DmaState, DmaStats};
 pub use error::{MemError, PciError};

@@ -65,7 +65,11 @@ fn main() {
                 }
             }
             Comp::Gec(_, g) => println!("{name}: {:?}", g.stats()),
-            Comp::MacBus(_, m) => println!("{name}: {:?}", m.stats()),
+            Comp::MacBus(n, _) | Comp::FoldedMacBus(n) => {
+                if let Some(m) = sys.mac_bus(*n) {
+                    println!("{name}: {:?}", m.stats());
+                }
+            }
             Comp::MacSide(_, m) => println!("{name}: {:?}", m.stats()),
             _ => {}
         }

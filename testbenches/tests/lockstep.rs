@@ -149,6 +149,9 @@ struct Skew {
     /// A DP83820 write the local bus stores in the buffer RAM itself (untraced) landing
     /// this many core clocks late.
     fold_write: u64,
+    /// The DP83820's completions the local bus runs itself (untraced) taken this many
+    /// clocks late.
+    local_fold: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -172,6 +175,7 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
             }
             b.set_dma_fold_skew_clocks(skew.dma_fold);
             b.set_fold_write_skew_clocks(skew.fold_write);
+            b.set_local_fold_skew_clocks(skew.local_fold);
         }
     }
 }
@@ -440,6 +444,21 @@ fn a_folded_dma_master_one_clock_late_is_caught() {
     assert!(
         caught(&cfg, 1460, skew),
         "a folded DMA master's requests one clock late went unnoticed"
+    );
+}
+
+/// The DP83820's completions run by its local bus (untraced fast stepping), taken one
+/// clock late, are caught (the one-way latency moves).
+#[test]
+fn a_folded_dp83820_completion_one_clock_late_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        local_fold: 1,
+        ..Skew::default()
+    };
+    assert!(
+        caught(&cfg, 1460, skew),
+        "a folded DP83820 completion one clock late went unnoticed"
     );
 }
 

@@ -6,7 +6,9 @@
 //! Ports: `bus` (the local [`pci_model::PciBus`]; it is master `master` there and the
 //! target of its register BAR at `regs_base`), `mac` (its [`super::Dp83820Mac`]), `gec`
 //! (optional: where receive [`MacMsg::TraceTag`]s go). Parameters: [`Dp83820Params`].
-//! Statistics: [`BusSideStats`].
+//! Statistics: [`BusSideStats`]. Its handlers act through a [`BusPort`]: the kernel's
+//! context as a component, or the local bus when it runs the completions itself
+//! ([`pci_model::FoldedMaster`], `super::port`).
 //!
 //! Bus requests complete in the order they were queued (the bus serves one master's
 //! requests first in, first out), so completions are matched to the head of `pending`.
@@ -14,12 +16,13 @@
 //! own `pci.*` spans are attributed to the frame.
 
 use super::params::Dp83820Params;
+use super::port::BusPort;
 use super::regs::{self, cr, isr, Registers, RxCfg, TxCfg};
 use super::rx_dma::RxDma;
 use super::tx_dma::TxDma;
 use crate::msg::MacMsg;
 use pci_model::{read_command, write_command, BusRequest, MasterId, PciMsg, TransactionDone};
-use sim_kernel::{ComponentId, Ctx, Cycles, Time};
+use sim_kernel::{ComponentId, Cycles, Time};
 use std::collections::VecDeque;
 
 /// What the bus side counted.
@@ -156,11 +159,7 @@ impl Dp83820Bus {
     }
 
     /// Handles a bus message: register accesses and its own requests' completions.
-    pub fn handle_pci<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        msg: PciMsg,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub fn handle_pci<P: BusPort + ?Sized>(&mut self, msg: PciMsg, ctx: &mut P) {
         match msg {
             PciMsg::TargetWrite { addr, data } => self.register_write(addr, &data, ctx),
             PciMsg::TargetRead { tag, addr, len, .. } => self.register_read(tag, addr, len, ctx),
@@ -173,11 +172,7 @@ impl Dp83820Bus {
     }
 
     /// Handles a message from its MAC side, the GEC (trace tags) or itself.
-    pub fn handle_mac<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        msg: MacMsg,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub fn handle_mac<P: BusPort + ?Sized>(&mut self, msg: MacMsg, ctx: &mut P) {
         match msg {
             MacMsg::TraceTag { descriptor, msg } => self.tx_tag(descriptor, msg),
             MacMsg::MacTxStatus {
@@ -208,13 +203,7 @@ impl Dp83820Bus {
         v
     }
 
-    fn register_read<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        tag: u64,
-        addr: u64,
-        len: u64,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    fn register_read<P: BusPort + ?Sized>(&mut self, tag: u64, addr: u64, len: u64, ctx: &mut P) {
         self.stats.register_reads += 1;
         let off = addr.saturating_sub(self.regs_base);
         let n = len.clamp(1, regs::WINDOW_BYTES.saturating_sub(off).max(1));
@@ -234,14 +223,14 @@ impl Dp83820Bus {
             data.push(v.to_le_bytes()[(a & 3) as usize]);
         }
         let delay = Cycles(self.params.register_read_latency.0.max(1));
-        ctx.send_after(self.bus, delay, PciMsg::TargetReadData { tag, data }.into());
+        ctx.send_pci_after(self.bus, delay, PciMsg::TargetReadData { tag, data });
     }
 
-    fn register_write<M: From<PciMsg> + From<MacMsg>>(
+    pub(super) fn register_write<P: BusPort + ?Sized>(
         &mut self,
         addr: u64,
         data: &[u8],
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut P,
     ) {
         let off = addr.saturating_sub(self.regs_base);
         let mut i = 0usize;
@@ -264,7 +253,7 @@ impl Dp83820Bus {
         }
     }
 
-    fn apply<M: From<PciMsg> + From<MacMsg>>(&mut self, offset: u64, v: u32, ctx: &mut Ctx<'_, M>) {
+    fn apply<P: BusPort + ?Sized>(&mut self, offset: u64, v: u32, ctx: &mut P) {
         self.stats.register_writes += 1;
         match offset {
             regs::CR => {
@@ -293,7 +282,7 @@ impl Dp83820Bus {
                 }
                 if offset == regs::TXCFG || offset == regs::RXCFG {
                     let (txcfg, rxcfg) = (self.regs.txcfg, self.regs.rxcfg);
-                    ctx.send(self.mac, MacMsg::MacConfig { txcfg, rxcfg }.into());
+                    ctx.send_mac(self.mac, MacMsg::MacConfig { txcfg, rxcfg });
                 }
             }
         }
@@ -310,14 +299,14 @@ impl Dp83820Bus {
     }
 
     /// Queues a bus request: a read of `len` bytes (`data` empty) or a write of `data`.
-    pub(super) fn issue<M: From<PciMsg> + From<MacMsg>>(
+    pub(super) fn issue<P: BusPort + ?Sized>(
         &mut self,
         req: Req,
         tag: u64,
         addr: u64,
         len: u64,
         data: Vec<u8>,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut P,
     ) {
         let command = if data.is_empty() {
             read_command(addr, len, 4, self.params.cache_line_bytes)
@@ -344,14 +333,10 @@ impl Dp83820Bus {
             len,
             data,
         };
-        ctx.send(self.bus, PciMsg::Request(r).into());
+        ctx.request(self.bus, r);
     }
 
-    fn completion<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        done: TransactionDone,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(super) fn completion<P: BusPort + ?Sized>(&mut self, done: TransactionDone, ctx: &mut P) {
         let Some(p) = self.pending.pop_front() else {
             self.stats.unexpected += 1;
             tracing::warn!(target: "mac::tx", tag = done.tag, "completion without a request dropped");
@@ -381,8 +366,8 @@ impl Dp83820Bus {
     }
 
     /// Records a span of this component if tracing.
-    pub(super) fn span<M>(
-        ctx: &mut Ctx<'_, M>,
+    pub(super) fn span<P: BusPort + ?Sized>(
+        ctx: &mut P,
         msg: sim_kernel::MsgId,
         stage: &'static str,
         start: Time,

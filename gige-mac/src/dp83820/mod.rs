@@ -82,6 +82,7 @@ pub mod bus;
 pub mod flow;
 pub mod mac;
 pub mod params;
+mod port;
 pub mod regs;
 pub mod rx_dma;
 pub mod tx_dma;
@@ -89,6 +90,7 @@ pub mod tx_dma;
 pub use bus::{BusSideStats, Dp83820Bus};
 pub use mac::{Dp83820Mac, MacSideStats};
 pub use params::{Dp83820Params, FlowControl};
+pub use port::BusPort;
 pub use rx_dma::RxState;
 pub use tx_dma::TxState;
 

@@ -14,12 +14,13 @@
 //! the engine wakes itself at the edge the next DRTH bytes become visible.
 
 use super::bus::{Dp83820Bus, Req};
+use super::port::BusPort;
 use super::regs::isr;
 use super::RxEndStatus;
 use crate::msg::MacMsg;
 use crate::rx::RxFrame;
-use pci_model::{PciMsg, TransactionDone};
-use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
+use pci_model::TransactionDone;
+use sim_kernel::{Fsm, MsgId, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::dp83820::{CmdSts, Descriptor, DescriptorRepr};
 use via_abi::ethernet::FCS_LEN;
@@ -111,7 +112,7 @@ impl RxDma {
 
 impl Dp83820Bus {
     /// CR.RXE was written.
-    pub(super) fn rx_enable<M: From<PciMsg> + From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+    pub(super) fn rx_enable<P: BusPort + ?Sized>(&mut self, ctx: &mut P) {
         self.rx.enabled = true;
         if self.rx.fsm.state() == RxState::Idle {
             let at = u64::from(self.regs.rxdp);
@@ -121,7 +122,7 @@ impl Dp83820Bus {
         }
     }
 
-    fn rx_fetch<M: From<PciMsg> + From<MacMsg>>(&mut self, addr: u64, ctx: &mut Ctx<'_, M>) {
+    fn rx_fetch<P: BusPort + ?Sized>(&mut self, addr: u64, ctx: &mut P) {
         self.regs.rxdp = u32::try_from(addr).unwrap_or(0);
         self.rx.desc = None;
         if addr == 0 {
@@ -133,10 +134,10 @@ impl Dp83820Bus {
         self.issue(Req::RxDesc, 0, addr, 16, Vec::new(), ctx);
     }
 
-    pub(super) fn rx_desc_done<M: From<PciMsg> + From<MacMsg>>(
+    pub(super) fn rx_desc_done<P: BusPort + ?Sized>(
         &mut self,
         done: &TransactionDone,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut P,
     ) {
         let addr = self.rx.fetch_addr;
         let repr = Descriptor::new_checked(&done.data[..])
@@ -168,12 +169,7 @@ impl Dp83820Bus {
     }
 
     /// A frame started arriving, or more of its bytes are known.
-    pub(super) fn rx_frame<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        seq: u64,
-        rx: RxFrame,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(super) fn rx_frame<P: BusPort + ?Sized>(&mut self, seq: u64, rx: RxFrame, ctx: &mut P) {
         if let Some(e) = self.rx.fifo.iter_mut().find(|e| e.seq == seq) {
             e.rx = rx;
         } else {
@@ -195,11 +191,11 @@ impl Dp83820Bus {
     }
 
     /// A frame ended with `status`.
-    pub(super) fn rx_end<M: From<PciMsg> + From<MacMsg>>(
+    pub(super) fn rx_end<P: BusPort + ?Sized>(
         &mut self,
         seq: u64,
         status: RxEndStatus,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut P,
     ) {
         match self.rx.fifo.iter().position(|e| e.seq == seq) {
             // A frame that never made it into the FIFO (bad, no room) or that the
@@ -210,14 +206,14 @@ impl Dp83820Bus {
             {
                 self.rx.fifo.remove(i);
                 if let RxEndStatus::Good { len } = status {
-                    ctx.send(self.mac, MacMsg::MacRxDrained { bytes: len }.into());
+                    ctx.send_mac(self.mac, MacMsg::MacRxDrained { bytes: len });
                 }
             }
             Some(i) => self.rx.fifo[i].end = Some(status),
             None => {
                 self.stats.unexpected += 1;
                 if let RxEndStatus::Good { len } = status {
-                    ctx.send(self.mac, MacMsg::MacRxDrained { bytes: len }.into());
+                    ctx.send_mac(self.mac, MacMsg::MacRxDrained { bytes: len });
                 }
             }
         }
@@ -231,7 +227,7 @@ impl Dp83820Bus {
     }
 
     /// The wake-up for visible bytes.
-    pub(super) fn rx_wake<M: From<PciMsg> + From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+    pub(super) fn rx_wake<P: BusPort + ?Sized>(&mut self, ctx: &mut P) {
         if self.rx.wake.is_some_and(|w| w <= ctx.now()) {
             self.rx.wake = None;
         }
@@ -239,7 +235,7 @@ impl Dp83820Bus {
     }
 
     /// Moves the head frame along: discards it, issues bursts, or writes it back.
-    fn rx_pump<M: From<PciMsg> + From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+    fn rx_pump<P: BusPort + ?Sized>(&mut self, ctx: &mut P) {
         loop {
             let state = self.rx.fsm.state();
             let Some(head) = self.rx.fifo.front() else {
@@ -278,7 +274,7 @@ impl Dp83820Bus {
         }
     }
 
-    fn rx_discard<M: From<PciMsg> + From<MacMsg>>(&mut self, too_big: bool, ctx: &mut Ctx<'_, M>) {
+    fn rx_discard<P: BusPort + ?Sized>(&mut self, too_big: bool, ctx: &mut P) {
         let Some(e) = self.rx.fifo.pop_front() else {
             return;
         };
@@ -291,7 +287,7 @@ impl Dp83820Bus {
             self.regs.isr |= isr::RXERR;
         }
         if let Some(RxEndStatus::Good { len }) = e.end {
-            ctx.send(self.mac, MacMsg::MacRxDrained { bytes: len }.into());
+            ctx.send_mac(self.mac, MacMsg::MacRxDrained { bytes: len });
         }
         if self.rx.fsm.state() == RxState::Dma {
             self.rx.fsm.set(RxState::Ready, ctx);

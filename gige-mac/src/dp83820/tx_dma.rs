@@ -10,12 +10,13 @@
 //! ```
 
 use super::bus::{Dp83820Bus, Req};
+use super::port::BusPort;
 use super::regs::isr;
 use super::TxOutcome;
 use crate::msg::MacMsg;
 use crate::tags::AddrTags;
-use pci_model::{PciMsg, TransactionDone};
-use sim_kernel::{Ctx, Fsm, MsgId, StateName, Time};
+use pci_model::TransactionDone;
+use sim_kernel::{Fsm, MsgId, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::dp83820::{CmdSts, Descriptor, DescriptorRepr};
 
@@ -130,7 +131,7 @@ impl Dp83820Bus {
     }
 
     /// CR.TXE was written.
-    pub(super) fn tx_enable<M: From<PciMsg> + From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+    pub(super) fn tx_enable<P: BusPort + ?Sized>(&mut self, ctx: &mut P) {
         let now = ctx.now();
         for t in self.tx.tags.values_mut() {
             t.ready_at.get_or_insert(now);
@@ -143,7 +144,7 @@ impl Dp83820Bus {
         }
     }
 
-    fn tx_fetch<M: From<PciMsg> + From<MacMsg>>(&mut self, addr: u64, ctx: &mut Ctx<'_, M>) {
+    fn tx_fetch<P: BusPort + ?Sized>(&mut self, addr: u64, ctx: &mut P) {
         let now = ctx.now();
         self.regs.txdp = u32::try_from(addr).unwrap_or(0);
         if addr == 0 {
@@ -167,10 +168,10 @@ impl Dp83820Bus {
         self.issue(Req::TxDesc, msg.0, addr, 16, Vec::new(), ctx);
     }
 
-    pub(super) fn tx_desc_done<M: From<PciMsg> + From<MacMsg>>(
+    pub(super) fn tx_desc_done<P: BusPort + ?Sized>(
         &mut self,
         done: &TransactionDone,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut P,
     ) {
         let now = ctx.now();
         let Some((addr, start, msg)) = self.tx.fetch.take() else {
@@ -244,7 +245,7 @@ impl Dp83820Bus {
     }
 
     /// Issues data bursts while the FIFO has room (FLTH) and the engine has slots.
-    fn tx_pump<M: From<PciMsg> + From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+    fn tx_pump<P: BusPort + ?Sized>(&mut self, ctx: &mut P) {
         let cfg = self.txcfg();
         loop {
             let Some(job) = self.tx.job.as_ref() else {
@@ -273,11 +274,11 @@ impl Dp83820Bus {
         self.tx.fsm.set(TxState::DataFetch, ctx);
     }
 
-    pub(super) fn tx_data_done<M: From<PciMsg> + From<MacMsg>>(
+    pub(super) fn tx_data_done<P: BusPort + ?Sized>(
         &mut self,
         done: TransactionDone,
         len: u64,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut P,
     ) {
         self.tx.in_flight = self.tx.in_flight.saturating_sub(1);
         let Some(job) = self.tx.job.as_mut() else {
@@ -304,7 +305,7 @@ impl Dp83820Bus {
             failed,
         };
         job.received += len;
-        ctx.send(self.mac, MacMsg::MacTxData(chunk).into());
+        ctx.send_mac(self.mac, MacMsg::MacTxData(chunk));
         if job.received < job.len {
             self.tx_pump(ctx);
             return;
@@ -325,12 +326,12 @@ impl Dp83820Bus {
     }
 
     /// The MAC side reports frame `seq` sent (or failed) and `fifo_bytes` freed.
-    pub(super) fn tx_status<M: From<PciMsg> + From<MacMsg>>(
+    pub(super) fn tx_status<P: BusPort + ?Sized>(
         &mut self,
         seq: u64,
         outcome: TxOutcome,
         fifo_bytes: u64,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut P,
     ) {
         self.tx.fifo_used = self.tx.fifo_used.saturating_sub(fifo_bytes);
         if self.tx.awaiting.iter().any(|a| a.seq == seq) {
@@ -346,12 +347,7 @@ impl Dp83820Bus {
         }
     }
 
-    fn tx_write_back<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        seq: u64,
-        outcome: TxOutcome,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    fn tx_write_back<P: BusPort + ?Sized>(&mut self, seq: u64, outcome: TxOutcome, ctx: &mut P) {
         let ok = outcome == TxOutcome::Sent;
         let Some(pos) = self.tx.awaiting.iter().position(|a| a.seq == seq) else {
             return;
@@ -383,11 +379,7 @@ impl Dp83820Bus {
         );
     }
 
-    pub(super) fn tx_write_back_done<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        desc: u64,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(super) fn tx_write_back_done<P: BusPort + ?Sized>(&mut self, desc: u64, ctx: &mut P) {
         let now = ctx.now();
         if let Some(pos) = self.tx.writing_back.iter().position(|w| w.0 == desc) {
             let (_, start, msg) = self.tx.writing_back.remove(pos);

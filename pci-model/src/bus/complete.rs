@@ -395,6 +395,10 @@ impl PciBus {
             self.clk_next,
             self.now_clk
         );
+        if self.keeps_for_master(ctx, to, at, &msg) {
+            self.keep_for_master(msg);
+            return;
+        }
         if self.fold_on && matches!(msg, PciMsg::TargetWrite { .. }) {
             self.fold_write(ctx, to, at, msg);
             return;

@@ -348,7 +348,11 @@ impl PciBus {
     /// Queues a request of the folded master that lands in clock `arrival`; a bad one
     /// (as `queue_request` refuses it: the master never makes one) is not queued, and
     /// its `TransactionDone`, sent at the landing, is returned.
-    fn fold_request(&mut self, req: BusRequest, arrival: u64) -> Option<TransactionDone> {
+    pub(super) fn fold_request(
+        &mut self,
+        req: BusRequest,
+        arrival: u64,
+    ) -> Option<TransactionDone> {
         let landed = self.edge(arrival);
         self.queue_request(req, arrival, landed)
             .err()

@@ -119,6 +119,31 @@ impl PciBus {
         Ok(())
     }
 
+    /// [`PciBus::handle_ram`] with the master whose completions the bus may run
+    /// (`master_fold.rs`, [`PciBus::fold_master_completions`]) lent for this event.
+    pub fn handle_local<M: From<PciMsg>, R: FoldRam + ?Sized>(
+        &mut self,
+        msg: PciMsg,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut R,
+        master: Option<&mut dyn super::master_fold::FoldedMaster<M>>,
+    ) {
+        let Some(m) = master else {
+            self.handle_ram_with(msg, ctx, ram, None);
+            return;
+        };
+        self.local_on = self.local_fold.is_some();
+        self.handle_ram_with(msg, ctx, ram, Some(&mut *m));
+        self.local_on = false;
+        // The bus emits a master's completion or register write only while it steps a
+        // wake-up's clocks, which runs what it kept: none is left. Were one left, it is
+        // run here rather than lost.
+        debug_assert!(self.local_done.is_empty(), "a kept completion not run");
+        if !self.local_done.is_empty() {
+            self.run_completions(ctx, m);
+        }
+    }
+
     /// [`PciBus::handle`] for a bus with a RAM-backed target, with that target's RAM
     /// (and no host memory).
     pub fn handle_ram<M: From<PciMsg>, R: FoldRam + ?Sized>(
@@ -126,6 +151,18 @@ impl PciBus {
         msg: PciMsg,
         ctx: &mut Ctx<'_, M>,
         ram: &mut R,
+    ) {
+        self.handle_ram_with(msg, ctx, ram, None);
+    }
+
+    /// [`PciBus::handle_ram`] with the master whose completions the bus may run, if lent.
+    #[inline(always)]
+    fn handle_ram_with<M: From<PciMsg>, R: FoldRam + ?Sized>(
+        &mut self,
+        msg: PciMsg,
+        ctx: &mut Ctx<'_, M>,
+        ram: &mut R,
+        master: Option<&mut dyn super::master_fold::FoldedMaster<M>>,
     ) {
         // The run goes on after a settled stop: what it took back counts again.
         self.fold_stop = None;
@@ -136,7 +173,7 @@ impl PciBus {
             self.take_samples(ctx.event_key(), ram);
         }
         self.fold_on = true;
-        self.handle(msg, ctx, None);
+        self.handle_with(msg, ctx, None, master);
         self.fold_on = false;
         if !self.fold_writes.is_empty() {
             self.store_writes(ram);

@@ -36,12 +36,19 @@
 //! [`PciMsg::TargetWriteRetry`]: writes into a window it has turned on are Retried at
 //! their first data phase until it turns the window off.
 //!
+//! **Folds** (untraced fast stepping): the card's DMA master run inside its bus
+//! (`dma_fold.rs`), a RAM-backed target's reads and writes answered and stored by the bus
+//! (`fold.rs`), a lent master's completions and register writes run by the bus where
+//! nothing can reach it first (`master_fold.rs`, [`FoldedMaster`]).
+//!
 //! Not modelled: fast back-to-back transactions, dual-address cycles, I/O and
 //! configuration commands, parity, LOCK#, a master that inserts wait states.
 
 pub(crate) mod arbiter;
 mod bulk;
 mod complete;
+mod master_fold;
+pub use master_fold::{FoldPort, FoldedMaster};
 mod dma_fold;
 mod fold;
 pub mod fsm;
@@ -293,6 +300,18 @@ pub struct PciBus {
     /// Test hook: clocks a folded DMA master's requests land late (see
     /// [`PciBus::set_dma_fold_skew_clocks`]); 0 in every real run.
     dma_fold_skew: u64,
+    /// The master whose completions the bus may run (`master_fold.rs`), if any.
+    local_fold: Option<master_fold::LocalFold>,
+    /// Whether the handler being run was lent that master (`PciBus::handle_local`).
+    local_on: bool,
+    /// The place taken for the completion being kept.
+    local_pass: Option<sim_kernel::EventKey>,
+    /// Completions kept to run once the handler is done, with their places.
+    local_done: Vec<(PciMsg, sim_kernel::EventKey)>,
+    /// Completions of that master run by the bus, and sent because something could
+    /// reach it first.
+    local_folded: u64,
+    local_sent: u64,
     /// Debug checks' copies of the bus: their outputs, collected instead of sent.
     #[cfg(debug_assertions)]
     capture: Option<Vec<Captured>>,
@@ -369,6 +388,12 @@ impl PciBus {
             deferral: Deferral::Behind,
             folded_dma: None,
             dma_fold_skew: 0,
+            local_fold: None,
+            local_on: false,
+            local_pass: None,
+            local_done: Vec::new(),
+            local_folded: 0,
+            local_sent: 0,
             #[cfg(debug_assertions)]
             capture: None,
             stats: BusStats::default(),
@@ -650,6 +675,20 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         mem: Option<&mut HostMemory>,
     ) {
+        self.handle_with(msg, ctx, mem, None);
+    }
+
+    /// [`PciBus::handle`] with the master whose completions the bus may run, if lent
+    /// (`master_fold.rs`): they are run once the clocks of a wake-up are stepped, before
+    /// the next wake-up is computed.
+    #[inline(always)]
+    fn handle_with<M: From<PciMsg>>(
+        &mut self,
+        msg: PciMsg,
+        ctx: &mut Ctx<'_, M>,
+        mem: Option<&mut HostMemory>,
+        master: Option<&mut dyn FoldedMaster<M>>,
+    ) {
         let mut mem = mem;
         let (phase, period) = {
             let d = ctx.my_domain();
@@ -681,6 +720,9 @@ impl PciBus {
                     self.step(now + 1, ctx, &mut mem);
                     self.clk_next = now + 2;
                     last = now + 1;
+                }
+                if let (false, Some(m)) = (self.local_done.is_empty(), master) {
+                    self.run_completions(ctx, m);
                 }
                 if let Some(next) = self.next_tick(last, ctx.tracing()) {
                     self.ensure_tick(next, ctx);

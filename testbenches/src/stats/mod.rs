@@ -87,7 +87,11 @@ pub fn of_system(sys: &System) -> Vec<Counter> {
                 collect::gec(&mut out, &format!("n{n}.card.gec"), &s);
             }
             Comp::LocalBus(n, b) => collect::bus(&mut out, &format!("n{n}.pci.local"), b.stats()),
-            Comp::MacBus(n, m) => collect::mac_bus(&mut out, &format!("n{n}.mac.bus"), m.stats()),
+            Comp::MacBus(n, _) | Comp::FoldedMacBus(n) => {
+                if let Some(m) = sys.mac_bus(*n) {
+                    collect::mac_bus(&mut out, &format!("n{n}.mac.bus"), m.stats());
+                }
+            }
             Comp::MacSide(n, m) => {
                 collect::mac_side(&mut out, &format!("n{n}.mac.side"), m.stats());
                 collect::gmii_tx(&mut out, &format!("n{n}.mac.gmii.tx"), m.tx().stats());

@@ -351,8 +351,22 @@ impl System {
             world.place(id.engine, Comp::Engine(n, Box::new(engine)));
             world.place(id.att, Comp::Att(n, Box::new(att)));
             world.place(id.gec, Comp::Gec(n, Box::new(gec)));
+            if dma_fold {
+                local
+                    .fold_master_completions(mac_master)
+                    .map_err(model("mac.dma"))?;
+            }
             world.place(id.local_bus, Comp::LocalBus(n, Box::new(local)));
-            world.place(id.mac_bus, Comp::MacBus(n, Box::new(mac_bus)));
+            // Untraced fast stepping lets the local bus run the DP83820's completions
+            // where nothing can reach it first (`pci_model::FoldedMaster`): the bus side
+            // then lives in the node's storage, lent to the local bus for its events.
+            let mac_bus = if dma_fold {
+                world.place(id.mac_bus, Comp::FoldedMacBus(n));
+                Some(Box::new(mac_bus))
+            } else {
+                world.place(id.mac_bus, Comp::MacBus(n, Box::new(mac_bus)));
+                None
+            };
             world.place(id.mac_side, Comp::MacSide(n, Box::new(mac_side)));
             world.place(
                 id.att_port,
@@ -376,6 +390,7 @@ impl System {
             world.store.push(NodeStore {
                 mem,
                 ram: BufferRam::new(layout.clone()).map_err(model("card buffers"))?,
+                mac_bus,
             });
         }
         if let Some(sw) = switch_id {
@@ -514,6 +529,7 @@ impl System {
                     Comp::Att(_, a) => a.stats().wrong_inputs,
                     Comp::Gec(_, g) => g.stats().wrong_inputs,
                     Comp::MacBus(_, m) => m.stats().wrong_inputs,
+                    Comp::FoldedMacBus(n) => self.mac_bus(*n).map_or(0, |m| m.stats().wrong_inputs),
                     Comp::MacSide(_, m) => m.stats().wrong_inputs,
                     Comp::AttPort(..) => 0,
                     Comp::Switch(s) => s.unexpected(),

@@ -1,11 +1,14 @@
 //! Counters of a component that another one keeps part of: the GEC's local-bus reads
 //! and writes, which the local bus answers from and stores in the buffer RAM on its
 //! behalf in untraced fast stepping (the GEC read and write folds,
-//! `pci_model::ram_fold`), and the card's DMA master, which
-//! the system bus runs then (`PciBus::fold_dma_master`).
+//! `pci_model::ram_fold`), the card's DMA master, which
+//! the system bus runs then (`PciBus::fold_dma_master`), and the DP83820's bus side,
+//! kept in the node's storage while the local bus runs its completions
+//! (`PciBus::fold_master_completions`).
 
 use super::build::System;
 use super::world::Comp;
+use gige_mac::dp83820::Dp83820Bus;
 use gige_mac::gec::GecStats;
 use pci_model::DmaMaster;
 
@@ -37,6 +40,17 @@ impl System {
         match self.world.get(ids.dma) {
             Some(Comp::Dma(_, d)) => Some(d),
             Some(Comp::FoldedDma(_)) => self.system_bus(n)?.folded_dma(),
+            _ => None,
+        }
+    }
+
+    /// Node `n`'s DP83820 bus side, wherever it lives.
+    #[must_use]
+    pub fn mac_bus(&self, n: usize) -> Option<&Dp83820Bus> {
+        let ids = self.nodes.get(n)?;
+        match self.world.get(ids.mac_bus) {
+            Some(Comp::MacBus(_, d)) => Some(d),
+            Some(Comp::FoldedMacBus(_)) => self.world.store.get(n)?.mac_bus.as_deref(),
             _ => None,
         }
     }

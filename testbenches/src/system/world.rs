@@ -17,7 +17,7 @@ use host_driver::{HostCpu, HostMsg};
 use nic_model::att::{AttManager, HostTablePort};
 use nic_model::engine::Engine;
 use nic_model::NicMsg;
-use pci_model::{DmaMaster, HostMemory, PciBus, PciMsg};
+use pci_model::{DmaMaster, FoldedMaster, HostMemory, PciBus, PciMsg};
 use sim_kernel::{Ctx, Part, Wiring};
 
 /// Every message of the system: one variant per model crate.
@@ -76,6 +76,10 @@ pub enum Comp {
     LocalBus(usize, Box<PciBus>),
     /// The DP83820, bus side.
     MacBus(usize, Box<Dp83820Bus>),
+    /// The DP83820 bus side's place when it lives in its node's storage, lent to the
+    /// local bus that runs its completions (untraced fast stepping,
+    /// `PciBus::fold_master_completions`); its messages go to it there.
+    FoldedMacBus(usize),
     /// The DP83820, MAC (GMII) side.
     MacSide(usize, Box<Dp83820Mac>),
     /// The host-memory ATT's table port.
@@ -90,6 +94,9 @@ pub struct NodeStore {
     pub mem: HostMemory,
     /// The card's buffer RAM.
     pub ram: BufferRam,
+    /// The DP83820's bus side, when the local bus runs its completions
+    /// ([`Comp::FoldedMacBus`]).
+    pub mac_bus: Option<Box<Dp83820Bus>>,
 }
 
 impl NodeStore {
@@ -119,7 +126,14 @@ impl Part<Msg, Vec<NodeStore>> for Comp {
             (Comp::Cpu(n, c), Msg::Pci(m)) => c.on_pci(m, ctx, &mut nodes[*n].mem),
             (Comp::Cpu(n, c), Msg::Host(m)) => c.on_host(m, ctx, &mut nodes[*n].mem),
             (Comp::SystemBus(n, b), Msg::Pci(m)) => b.handle(m, ctx, Some(&mut nodes[*n].mem)),
-            (Comp::LocalBus(n, b), Msg::Pci(m)) => b.handle_ram(m, ctx, &mut nodes[*n].ram),
+            (Comp::LocalBus(n, b), Msg::Pci(m)) => {
+                let node = &mut nodes[*n];
+                let master = node
+                    .mac_bus
+                    .as_deref_mut()
+                    .map(|d| d as &mut dyn FoldedMaster<Msg>);
+                b.handle_local(m, ctx, &mut node.ram, master);
+            }
             (Comp::Dma(_, d), Msg::Pci(m)) => d.handle(m, ctx),
             (Comp::Att(_, a), Msg::Nic(m)) => a.handle(m, ctx),
             (Comp::Engine(n, e), Msg::Pci(m)) => e.on_pci(m, ctx, nodes[*n].ram_in(ctx)),
@@ -129,6 +143,14 @@ impl Part<Msg, Vec<NodeStore>> for Comp {
             (Comp::Gec(n, g), Msg::Pci(m)) => g.handle_pci(m, ctx, nodes[*n].ram_in(ctx)),
             (Comp::MacBus(_, d), Msg::Pci(m)) => d.handle_pci(m, ctx),
             (Comp::MacBus(_, d), Msg::Mac(m)) => d.handle_mac(m, ctx),
+            (Comp::FoldedMacBus(n), Msg::Pci(m)) => match nodes[*n].mac_bus.as_deref_mut() {
+                Some(d) => d.handle_pci(m, ctx),
+                None => return Some(Msg::Pci(m)),
+            },
+            (Comp::FoldedMacBus(n), Msg::Mac(m)) => match nodes[*n].mac_bus.as_deref_mut() {
+                Some(d) => d.handle_mac(m, ctx),
+                None => return Some(Msg::Mac(m)),
+            },
             (Comp::AttPort(_, p), Msg::Nic(m)) => p.on_nic(m, ctx),
             (Comp::AttPort(_, p), Msg::Pci(m)) => p.on_pci(m, ctx),
             (Comp::MacSide(_, d), Msg::Mac(m)) => d.handle(m, ctx),

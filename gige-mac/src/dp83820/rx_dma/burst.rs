@@ -2,19 +2,19 @@
 //! buffer while bytes become visible, and the status write-back at the end.
 
 use super::super::bus::{Dp83820Bus, Req};
+use super::super::port::BusPort;
 use super::super::regs::isr;
 use super::{RxEndStatus, RxState, WriteBack};
 use crate::msg::MacMsg;
-use pci_model::PciMsg;
-use sim_kernel::{Ctx, Time};
+use sim_kernel::Time;
 use via_abi::dp83820::CmdSts;
 use via_abi::ethernet::FCS_LEN;
 
 impl Dp83820Bus {
     /// Issues what can be issued for the head frame, or its write-back, or a wake-up.
-    pub(super) fn rx_move<M: From<PciMsg> + From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+    pub(super) fn rx_move<P: BusPort + ?Sized>(&mut self, ctx: &mut P) {
         let now = ctx.now();
-        let sync = ctx.my_domain().period();
+        let sync = ctx.period();
         let cfg = self.rxcfg();
         let hold = if cfg.strip_crc { FCS_LEN as u64 } else { 0 };
         let Some(desc) = self.rx.desc else {
@@ -57,7 +57,7 @@ impl Dp83820Bus {
                     let at = head.rx.byte_at(k) + sync;
                     if self.rx.wake.is_none_or(|w| w > at || w <= now) {
                         self.rx.wake = Some(at);
-                        ctx.wake_at(at, MacMsg::MacBusWake.into());
+                        ctx.wake_at(at, MacMsg::MacBusWake);
                     }
                 }
                 return;
@@ -90,11 +90,7 @@ impl Dp83820Bus {
         }
     }
 
-    pub(in crate::dp83820) fn rx_data_done<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        len: u64,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(in crate::dp83820) fn rx_data_done<P: BusPort + ?Sized>(&mut self, len: u64, ctx: &mut P) {
         self.rx.in_flight = self.rx.in_flight.saturating_sub(1);
         if let Some(h) = self.rx.fifo.front_mut() {
             h.done += len;
@@ -102,12 +98,7 @@ impl Dp83820Bus {
         self.rx_pump(ctx);
     }
 
-    fn rx_write_back<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        len: u64,
-        data_len: u64,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    fn rx_write_back<P: BusPort + ?Sized>(&mut self, len: u64, data_len: u64, ctx: &mut P) {
         let now = ctx.now();
         let (Some(desc), Some(head)) = (self.rx.desc, self.rx.fifo.front()) else {
             return;
@@ -121,13 +112,12 @@ impl Dp83820Bus {
         let cmdsts = (CmdSts::OWN | CmdSts::OK).with_size(size);
         // A trace tag only names the message in trace spans: untraced, none is sent.
         if let (Some(gec), true) = (self.gec, ctx.tracing()) {
-            ctx.send(
+            ctx.send_mac(
                 gec,
                 MacMsg::TraceTag {
                     descriptor: desc.addr,
                     msg,
-                }
-                .into(),
+                },
             );
         }
         self.rx.wb = Some(WriteBack {
@@ -141,14 +131,11 @@ impl Dp83820Bus {
         self.issue(Req::RxWriteBack, msg.0, desc.addr + 8, 4, bytes, ctx);
     }
 
-    pub(in crate::dp83820) fn rx_write_back_done<M: From<PciMsg> + From<MacMsg>>(
-        &mut self,
-        ctx: &mut Ctx<'_, M>,
-    ) {
+    pub(in crate::dp83820) fn rx_write_back_done<P: BusPort + ?Sized>(&mut self, ctx: &mut P) {
         let now = ctx.now();
         if let Some(wb) = self.rx.wb.take() {
             Self::span(ctx, wb.msg, "rx write-back", wb.start, now);
-            ctx.send(self.mac, MacMsg::MacRxDrained { bytes: wb.fifo_len }.into());
+            ctx.send_mac(self.mac, MacMsg::MacRxDrained { bytes: wb.fifo_len });
         }
         self.rx.fifo.pop_front();
         self.stats.rx_frames += 1;
