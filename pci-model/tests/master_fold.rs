@@ -9,12 +9,14 @@
 //! clock: every input the master took with its instant, every note with its instant and
 //! order, the target's writes, the bus counters and transaction log.
 
+mod common;
+
 use pci_model::{
-    BusParams, BusRequest, BusStats, Command, FoldPort, FoldRam, FoldedMaster, MasterConfig,
-    MasterId, PciBus, PciMsg, Stepping, TargetProfile, TenureRecord, TransactionDone,
+    BusRequest, BusStats, Command, FoldPort, FoldRam, FoldedMaster, MasterConfig, MasterId, PciBus,
+    PciMsg, Stepping, TargetProfile, TenureRecord, TransactionDone,
 };
 use proptest::prelude::*;
-use sim_kernel::{ClockDomain, ComponentId, Ctx, Cycles, EventKey, Kernel, Time, World};
+use sim_kernel::{ComponentId, Ctx, Cycles, EventKey, Kernel, Time, World};
 
 const BUS: ComponentId = ComponentId(0);
 const MASTER: ComponentId = ComponentId(1);
@@ -215,18 +217,14 @@ fn run(
     (script, reg_writes, pokes): (&[u8], &[u64], &[u64]),
     cut: Option<u64>,
 ) -> (Outcome, u64) {
-    let params = BusParams {
-        stepping,
-        ..BusParams::default()
-    };
-    let mut k: Kernel<Msg> = Kernel::new(false);
-    let pci = k.add_domain(params.clock_domain("pci").unwrap());
-    let core = k.add_domain(ClockDomain::from_mhz("core", 125.0).unwrap());
-    assert_eq!(k.add_component("bus", pci), BUS);
-    assert_eq!(k.add_component("master", pci), MASTER);
-    assert_eq!(k.add_component("target", core), TARGET);
-    assert_eq!(k.add_component("writer", pci), WRITER);
-    assert_eq!(k.add_component("observer", core), OBSERVER);
+    let parts = [
+        ("bus", false),
+        ("master", false),
+        ("target", true),
+        ("writer", false),
+        ("observer", true),
+    ];
+    let (mut k, params): (Kernel<Msg>, _) = common::pci_and_core(stepping, 125.0, &parts);
     let mut bus = PciBus::new(params).unwrap();
     bus.set_tenure_log(true);
     for (name, component) in [("master", MASTER), ("writer", WRITER)] {

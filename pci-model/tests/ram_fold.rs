@@ -11,14 +11,14 @@
 //! time and bytes, every transaction of the log (clocks and data), the bus counters,
 //! the RAM, and the target's read and write counts.
 
+mod common;
+
 use pci_model::{
-    BusParams, BusRequest, BusStats, Command, FoldRam, MasterConfig, MasterId, PciBus, PciMsg,
-    PendingWrites, RamBacking, ReadSamples, Stepping, TargetProfile, TenureRecord, TransactionDone,
+    BusRequest, BusStats, Command, FoldRam, MasterConfig, MasterId, PciBus, PciMsg, PendingWrites,
+    RamBacking, ReadSamples, Stepping, TargetProfile, TenureRecord, TransactionDone,
 };
 use proptest::prelude::*;
-use sim_kernel::{
-    ClockDomain, ComponentId, Ctx, Cycles, Duration, EventKey, Kernel, Priority, Time, World,
-};
+use sim_kernel::{ComponentId, Ctx, Cycles, Duration, EventKey, Kernel, Priority, Time, World};
 
 const BASE: u64 = 0x1000_0000;
 const SIZE: u64 = 2048;
@@ -174,17 +174,13 @@ fn run(
     writes: &[Write],
     (cut, write_skew): (Option<u64>, u64),
 ) -> (Outcome, u64) {
-    let params = BusParams {
-        stepping,
-        ..BusParams::default()
-    };
-    let mut k: Kernel<Msg> = Kernel::new(false);
-    let pci = k.add_domain(params.clock_domain("pci").unwrap());
-    let core = k.add_domain(ClockDomain::from_mhz("core", core_mhz).unwrap());
-    assert_eq!(k.add_component("bus", pci), BUS);
-    assert_eq!(k.add_component("master", pci), MASTER);
-    assert_eq!(k.add_component("target", core), TARGET);
-    assert_eq!(k.add_component("writer", core), WRITER);
+    let parts = [
+        ("bus", false),
+        ("master", false),
+        ("target", true),
+        ("writer", true),
+    ];
+    let (mut k, params): (Kernel<Msg>, _) = common::pci_and_core(stepping, core_mhz, &parts);
     let mut bus = PciBus::new(params).unwrap();
     bus.set_tenure_log(true);
     let m = bus

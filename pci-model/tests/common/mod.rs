@@ -221,3 +221,25 @@ impl Sys {
             .collect()
     }
 }
+
+/// A kernel for a test's own message type with a bus's PCI domain (`BusParams` with
+/// `stepping`, returned) and a core domain of `core_mhz`, and the components `parts`
+/// (name, whether in the core domain) added in order as components 0, 1, ...
+pub fn pci_and_core<M>(
+    stepping: pci_model::Stepping,
+    core_mhz: f64,
+    parts: &[(&str, bool)],
+) -> (Kernel<M>, BusParams) {
+    let params = BusParams {
+        stepping,
+        ..BusParams::default()
+    };
+    let mut k = Kernel::new(false);
+    let pci = k.add_domain(params.clock_domain("pci").unwrap());
+    let core = k.add_domain(ClockDomain::from_mhz("core", core_mhz).unwrap());
+    for (i, &(name, in_core)) in parts.iter().enumerate() {
+        let id = k.add_component(name, if in_core { core } else { pci });
+        assert_eq!(id, ComponentId(u32::try_from(i).unwrap()));
+    }
+    (k, params)
+}
