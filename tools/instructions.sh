@@ -17,7 +17,7 @@
 set -eu
 runs="4b,1m"
 if [ "${1:-}" == "-r" ]; then runs=$2; shift 2; fi
-[ $# -ge 1 ] || { sed -n 2,14p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,16p "$0"; exit 2; }
 command -v valgrind > /dev/null || { echo "valgrind not found" >&2; exit 2; }
 bins=("$@")
 dir=$(mktemp -d)

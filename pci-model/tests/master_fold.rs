@@ -211,12 +211,12 @@ struct Outcome {
 /// One run: the master's script, the register writes' arrival times [ps] and the
 /// pokes' [ps]; to the end, or cut at `cut` [ps] (every event at or before it run) with
 /// the bus settled there, as a system run ends. Returns what it did and how many
-/// completions and register writes the bus ran itself.
+/// completions and register writes the bus ran itself, and how many it sent.
 fn run(
     (stepping, fold, skew): (Stepping, bool, u64),
     (script, reg_writes, pokes): (&[u8], &[u64], &[u64]),
     cut: Option<u64>,
-) -> (Outcome, u64) {
+) -> (Outcome, (u64, u64)) {
     let parts = [
         ("bus", false),
         ("master", false),
@@ -277,7 +277,7 @@ fn run(
     } else {
         k.run_to_idle(&mut sim);
     }
-    let (folded, _) = sim.bus.folded_completions();
+    let folded = sim.bus.folded_completions();
     let outcome = Outcome {
         took: sim.master.took,
         writes: sim.writes,
@@ -289,7 +289,7 @@ fn run(
 }
 
 fn check(script: &[u8], reg_writes: &[u64], pokes: &[u64]) -> Result<u64, TestCaseError> {
-    check_cut(script, reg_writes, pokes, None)
+    Ok(check_cut(script, reg_writes, pokes, None)?.0)
 }
 
 /// [`check`] for runs cut at `cut` [ps] (`None`: to the end).
@@ -298,12 +298,12 @@ fn check_cut(
     reg_writes: &[u64],
     pokes: &[u64],
     cut: Option<u64>,
-) -> Result<u64, TestCaseError> {
+) -> Result<(u64, u64), TestCaseError> {
     let case = (script, reg_writes, pokes);
     let (reference, _) = run((Stepping::PerClock, false, 0), case, cut);
     let (messages, none) = run((Stepping::FastForward, false, 0), case, cut);
     let (folded, n) = run((Stepping::FastForward, true, 0), case, cut);
-    prop_assert_eq!(none, 0, "folded without the master lent");
+    prop_assert_eq!(none.0, 0, "folded without the master lent");
     prop_assert_eq!(&messages, &reference, "fast stepping with messages");
     prop_assert_eq!(&folded, &reference, "the fold");
     Ok(n)
@@ -342,15 +342,23 @@ fn pokes_at_every_edge_around_completions_are_ordered_as_the_messages() {
 
 /// Runs cut at every nanosecond across a stretch of completions: a run ends only
 /// where the reference's master has taken what the fold's has (the bus folds a
-/// completion only when the run reaches its place, `Ctx::horizon`).
+/// completion only when the run reaches its place, `Ctx::horizon`: some cuts fall
+/// between a completion's end and its place, and there it is sent).
 #[test]
 fn a_run_cut_anywhere_leaves_the_master_where_the_messages_leave_it() {
     let script = [0x13, 0x5a, 0x2e, 0x91, 0x07, 0xc6, 0x3b];
-    let mut total = 0;
+    let (_, sent_uncut) = check_cut(&script, &[200_000], &[], None).expect("equal");
+    let (mut total, mut cut_short) = (0, 0);
     for cut in (150_000..450_000).step_by(1_000) {
-        total += check_cut(&script, &[200_000], &[], Some(cut)).expect("equal");
+        let (n, sent) = check_cut(&script, &[200_000], &[], Some(cut)).expect("equal");
+        total += n;
+        cut_short += u64::from(sent > sent_uncut);
     }
     assert!(total > 100, "the bus ran only {total} completions itself");
+    assert!(
+        cut_short > 0,
+        "no cut fell between a completion's end and its place"
+    );
 }
 
 /// The fold's completions taken one clock late are caught.
@@ -359,7 +367,7 @@ fn a_folded_completion_one_clock_late_is_caught() {
     let script = [0x13, 0x5a, 0x2e, 0x91, 0x07, 0xc6, 0x3b];
     let case: (&[u8], &[u64], &[u64]) = (&script, &[200_000], &[]);
     let (reference, _) = run((Stepping::FastForward, false, 0), case, None);
-    let (late, n) = run((Stepping::FastForward, true, 1), case, None);
+    let (late, (n, _)) = run((Stepping::FastForward, true, 1), case, None);
     assert!(n > 0);
     assert_ne!(late, reference, "a fold one clock late went unnoticed");
 }

@@ -616,7 +616,11 @@ impl<M> Ctx<'_, M> {
 
     /// Whether an event for `to` is queued with a key below `key` (cancelled ones
     /// aside): false means that nothing reaches `to` between the event being run and
-    /// `key` but what is queued from now on (which lands at least a cycle from now).
+    /// `key` but what is queued from now on (which lands at least a cycle from now). A
+    /// deferred message not yet given its sequence number is judged by its provisional
+    /// key (after every event of its instant and priority), which is right for a `key`
+    /// whose sequence number was taken now (`Ctx::next_sequence`): that message's place
+    /// is still to come, so it will take a higher one.
     #[must_use]
     pub fn queued_for_before(&self, to: ComponentId, key: EventKey) -> bool {
         let k = crate::queue::pack(key.time, key.priority, key.sequence);

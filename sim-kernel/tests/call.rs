@@ -55,3 +55,39 @@ fn a_call_for_an_id_the_kernel_did_not_hand_out_panics() {
     let mut k: Kernel<u8> = Kernel::new(false);
     k.call(ComponentId(3), |_| ());
 }
+
+/// Records the horizon of every delivery.
+#[derive(Default)]
+struct Horizons(Vec<Time>);
+
+impl World<u8> for Horizons {
+    fn deliver(&mut self, _to: ComponentId, _msg: u8, ctx: &mut Ctx<'_, u8>) {
+        self.0.push(ctx.horizon());
+    }
+}
+
+/// `Ctx::horizon`: a run to a time limit promises that instant, one with an event
+/// budget (which may end at any event) and a call outside a run promise none.
+#[test]
+fn the_horizon_is_the_time_limit_of_a_run_without_an_event_budget() {
+    let mut k: Kernel<u8> = Kernel::new(false);
+    let d = k.add_domain(ClockDomain::from_mhz("clk", 100.0).unwrap());
+    let a = k.add_component("a", d);
+    let mut w = Horizons::default();
+    for t in [10_000, 20_000, 30_000, 40_000] {
+        k.post(a, Time(t), 0);
+    }
+    k.run_until(&mut w, Time(25_000));
+    assert_eq!(w.0, [Time(25_000), Time(25_000)]);
+    k.run(
+        &mut w,
+        sim_kernel::RunLimit {
+            until: Time(100_000),
+            max_events: 1,
+        },
+    );
+    assert_eq!(w.0[2], Time::ZERO, "a run with an event budget");
+    assert_eq!(k.call(a, |ctx| ctx.horizon()), Time::ZERO, "outside a run");
+    k.run_to_idle(&mut w);
+    assert_eq!(w.0[3], Time(u64::MAX), "a run to idle");
+}

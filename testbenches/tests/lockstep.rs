@@ -92,6 +92,11 @@ fn observe_system(sys: &System, records: Vec<String>, one_way_ps: u64) -> Observ
             Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => Some(format!("{:?}", b.stats())),
             // With the reads its local bus answered from the buffer RAM for it.
             Comp::Gec(n, _) => sys.gec_stats(*n).map(|s| format!("{s:?}")),
+            // A component, or lent to its local bus (untraced fast stepping).
+            Comp::MacBus(n, _) | Comp::FoldedMacBus(n) => {
+                sys.mac_bus(*n).map(|m| format!("{:?}", m.stats()))
+            }
+            Comp::MacSide(_, m) => Some(format!("{:?}", m.stats())),
             _ => None,
         })
         .collect();

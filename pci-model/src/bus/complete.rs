@@ -395,8 +395,8 @@ impl PciBus {
             self.clk_next,
             self.now_clk
         );
-        if self.keeps_for_master(ctx, to, at, &msg) {
-            self.keep_for_master(msg);
+        if let Some(pass) = self.keeps_for_master(ctx, to, at, &msg) {
+            self.local_done.push((msg, pass));
             return;
         }
         if self.fold_on && matches!(msg, PciMsg::TargetWrite { .. }) {

@@ -41,7 +41,8 @@ impl PciBus {
 
     /// With clock `c` stepped: the clock after it is a turnaround after a transaction
     /// with nothing queued behind it and no commit due, which no input can change. A
-    /// request queued to land later (a folded DMA master's, `dma_fold.rs`) is REQ# from
+    /// request queued to land later (a folded DMA master's, `dma_fold.rs`, or a folded
+    /// master's, `master_fold.rs`) is REQ# from
     /// its landing clock on, sampled in the clock after: one landing in `c + 1` or later
     /// changes nothing in `c + 1`, as the `Request` the reference gets there would not.
     pub(super) fn turnaround_follows(&self, c: u64) -> bool {

@@ -29,10 +29,17 @@
 //!   ([`FoldedMaster::target_write`]).
 //!
 //! The order of everything else is the reference's: the events the skipped messages
-//! would have been are gone, and every later push takes a lower sequence number by the
-//! same count, which keeps their order. The lockstep harness checks it
+//! would have been are gone, and the pushes after them take lower sequence numbers,
+//! which keeps their relative order. The lockstep harness checks it
 //! ([`PciBus::set_local_fold_skew_clocks`] breaks it by a clock for the test that shows
 //! it is caught); traced runs and exact stepping never fold.
+//!
+//! What the argument needs of the master and the system, and what is checked: `P` is
+//! the master's first edge after the bus's event (checked at each fold: a message whose
+//! landing is later, or a master in another clock, is sent); the master sends its
+//! `Request`s with `Ctx::send` (one clock), so none of its own is still on its way past
+//! `P` (the DP83820 does); no component stops the run (`Ctx::stop`) between the bus's
+//! event and `P`, which the horizon does not cover (none in the system does).
 
 use super::PciBus;
 use crate::error::PciError;
@@ -40,7 +47,8 @@ use crate::msg::{BusRequest, PciMsg, TransactionDone};
 use crate::params::Stepping;
 use sim_kernel::{ComponentId, Ctx, Cycles, Duration, EventKey, Priority, Time};
 
-/// What a master whose completions its bus may run offers the bus (see the module doc).
+/// What a master whose completions its bus may run offers the bus (see the module doc:
+/// it sends its `Request`s with `Ctx::send`, one clock).
 pub trait FoldedMaster<M> {
     /// Takes the completion `done` of its oldest request at `port.now()`, as its handler
     /// of `PciMsg::TransactionDone` would, acting through `port`.
@@ -70,9 +78,6 @@ pub trait FoldPort<M> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LocalFold {
     component: ComponentId,
-    /// Test hook: clocks the master takes its completion late (see
-    /// [`PciBus::set_local_fold_skew_clocks`]); 0 in every real run.
-    skew: u64,
 }
 
 /// The bus as a folded master's port for one completion.
@@ -140,7 +145,7 @@ impl PciBus {
     /// ([`PciBus::handle_local`]).
     ///
     /// # Errors
-    /// A master not registered here with a component.
+    /// A master not registered here with a component, or a second master.
     pub fn fold_master_completions(&mut self, m: crate::MasterId) -> Result<(), PciError> {
         let i = usize::from(m.0);
         let Some(component) = self.master_components.get(i).copied().flatten() else {
@@ -149,7 +154,13 @@ impl PciBus {
                 why: format!("master {i} is not registered on this bus with a component"),
             });
         };
-        self.local_fold = Some(LocalFold { component, skew: 0 });
+        if self.local_fold.is_some() {
+            return Err(PciError::BadParam {
+                name: "master",
+                why: "the bus runs another master's completions already".into(),
+            });
+        }
+        self.local_fold = Some(LocalFold { component });
         Ok(())
     }
 
@@ -157,9 +168,7 @@ impl PciBus {
     /// deliberately broken fast path that the lockstep harness must catch. 0 (the
     /// default) in every real run.
     pub fn set_local_fold_skew_clocks(&mut self, clocks: u64) {
-        if let Some(f) = self.local_fold.as_mut() {
-            f.skew = clocks;
-        }
+        self.local_fold_skew = clocks;
     }
 
     /// Completions and register writes the bus ran for its folded master, and those it
@@ -171,8 +180,9 @@ impl PciBus {
     }
 
     /// Whether `msg` for `to`, sent from the clock being stepped to land at `at`, is
-    /// the folded master's completion, or a write into its registers, and is kept to be
-    /// run once the clocks are stepped (see the module doc); else it is to be sent.
+    /// the folded master's completion, or a write into its registers, to be kept and run
+    /// once the clocks are stepped (see the module doc): the place it takes; `None`: it
+    /// is to be sent.
     #[inline]
     pub(super) fn keeps_for_master<M>(
         &mut self,
@@ -180,48 +190,47 @@ impl PciBus {
         to: ComponentId,
         at: Time,
         msg: &PciMsg,
-    ) -> bool {
+    ) -> Option<EventKey> {
         match self.local_fold {
             Some(f) if self.local_on && f.component == to => {}
-            _ => return false,
+            _ => return None,
         }
         if !matches!(msg, PciMsg::TransactionDone(_) | PciMsg::TargetWrite { .. }) {
-            return false;
+            return None;
         }
         self.completion_place(ctx, to, at)
     }
 
     /// [`PciBus::keeps_for_master`]'s check of the place (out of line: one master's).
     #[inline(never)]
-    fn completion_place<M>(&mut self, ctx: &mut Ctx<'_, M>, to: ComponentId, at: Time) -> bool {
+    fn completion_place<M>(
+        &mut self,
+        ctx: &mut Ctx<'_, M>,
+        to: ComponentId,
+        at: Time,
+    ) -> Option<EventKey> {
         if ctx.tracing() || self.params.stepping != Stepping::FastForward {
-            return false;
+            return None;
         }
+        let target = ctx.domain_of(to);
         let pass = EventKey {
-            time: ctx.domain_of(to).landing(ctx.now(), at),
+            time: target.landing(ctx.now(), at),
             priority: Priority::NORMAL,
             sequence: ctx.next_sequence(),
         };
-        if pass.time > ctx.horizon()
+        // The master's first edge after now: nothing sent from now on lands before it.
+        let first = target.edge_after(ctx.now(), Cycles(1));
+        if pass.time != first
+            || pass.time > ctx.horizon()
             || ctx.queued_for_before(to, pass)
             || ctx.queued_for_before(ctx.me(), pass)
         {
             self.local_sent += 1;
-            return false;
+            return None;
         }
         let seq = ctx.reserve_sequence();
         debug_assert_eq!(seq, pass.sequence);
-        self.local_pass = Some(pass);
-        true
-    }
-
-    /// Keeps `msg` (a `TransactionDone` or a `TargetWrite`), whose place
-    /// [`PciBus::keeps_for_master`] took.
-    #[inline]
-    pub(super) fn keep_for_master(&mut self, msg: PciMsg) {
-        if let Some(pass) = self.local_pass.take() {
-            self.local_done.push((msg, pass));
-        }
+        Some(pass)
     }
 
     /// Runs the kept completions on `master` (the system's lent master), in order,
@@ -234,11 +243,12 @@ impl PciBus {
         let Some(f) = self.local_fold else {
             return;
         };
+        let skew = self.local_fold_skew;
         let mut kept = std::mem::take(&mut self.local_done);
         for (k, pass) in kept.drain(..) {
             self.local_folded += 1;
-            let at = pass.time + ctx.domain_of(f.component).period() * f.skew;
-            let arrival = self.clock_at(pass.time) + 1 + f.skew;
+            let at = pass.time + ctx.domain_of(f.component).period() * skew;
+            let arrival = self.clock_at(pass.time) + 1 + skew;
             let mut port = Port {
                 bus: self,
                 ctx,

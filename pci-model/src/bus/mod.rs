@@ -304,8 +304,9 @@ pub struct PciBus {
     local_fold: Option<master_fold::LocalFold>,
     /// Whether the handler being run was lent that master (`PciBus::handle_local`).
     local_on: bool,
-    /// The place taken for the completion being kept.
-    local_pass: Option<sim_kernel::EventKey>,
+    /// Test hook: clocks that master takes its completions late (see
+    /// [`PciBus::set_local_fold_skew_clocks`]); 0 in every real run.
+    local_fold_skew: u64,
     /// Completions kept to run once the handler is done, with their places.
     local_done: Vec<(PciMsg, sim_kernel::EventKey)>,
     /// Completions of that master run by the bus, and sent because something could
@@ -390,7 +391,7 @@ impl PciBus {
             dma_fold_skew: 0,
             local_fold: None,
             local_on: false,
-            local_pass: None,
+            local_fold_skew: 0,
             local_done: Vec::new(),
             local_folded: 0,
             local_sent: 0,

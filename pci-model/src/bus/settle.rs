@@ -114,6 +114,7 @@ impl PciBus {
                 // A quiet bus does something next at a commit (stepped at its own
                 // wake-up) or where a request lands (its idle clocks counted up to the
                 // clock before): the requests of a folded DMA master (`dma_fold.rs`)
+                // and of a master whose completions the bus runs (`master_fold.rs`)
                 // are queued before they land; every other input has landed by now,
                 // and stepped the clocks before it.
                 let landing = self
