@@ -2,7 +2,9 @@
 //! type `Msg` they exchange, and the routing of each delivered message to its handler
 //! with the node's physical storage (host memory, card buffer RAM) passed in. The local
 //! bus gets the buffer RAM too: it answers the DP83820's reads of it itself in untraced
-//! fast stepping (`pci_model::ram_fold`).
+//! fast stepping (`pci_model::ram_fold`); there it is also lent the DP83820's bus side,
+//! kept in the node's storage, whose completions it runs where nothing reaches it first
+//! (`pci_model::FoldedMaster`).
 //!
 //! The World is a [`sim_kernel::Wiring`]: this file only says which message kinds each
 //! component takes, with which storage. A message of the wrong kind for its target is a
