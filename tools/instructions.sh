@@ -54,17 +54,16 @@ def load(p):
             v.pop("started_at", None)
     return d
 def events(d):
-    n = sum(r.pop("events", 0) for r in d.get("results", []))
-    return n
+    """The per-size event counts summed, taken out of `d`."""
+    return sum(r.pop("events", 0) for r in d.get("results", []))
 a, b = load(sys.argv[1]), load(sys.argv[2])
-if a == b:
+ea, eb = events(a), events(b)
+if a != b:
+    print("DIFFERENT JSON")
+elif ea == eb:
     print("same JSON")
 else:
-    ea, eb = events(a), events(b)
-    if a == b:
-        print(f"same JSON but events ({ea} -> {eb})")
-    else:
-        print("DIFFERENT JSON")
+    print(f"same JSON but events ({ea} -> {eb})")
 PY
 }
 

@@ -100,6 +100,14 @@ impl BusRequest {
             self.data.len() as u64
         }
     }
+
+    /// Whether a bus refuses this request where it lands: no bytes, or a range past the
+    /// address space.
+    #[must_use]
+    pub fn is_refused(&self) -> bool {
+        let total = self.bytes();
+        total == 0 || self.addr.checked_add(total).is_none()
+    }
 }
 
 /// How a request ended.

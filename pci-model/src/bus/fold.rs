@@ -132,7 +132,7 @@ impl PciBus {
             self.handle_ram_with(msg, ctx, ram, None);
             return;
         };
-        self.local_on = self.local_fold.is_some();
+        self.local_on = self.local_master.is_some();
         self.handle_ram_with(msg, ctx, ram, Some(&mut *m));
         self.local_on = false;
         // The bus emits a master's completion or register write only while it steps a

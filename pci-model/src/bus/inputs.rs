@@ -103,8 +103,7 @@ impl PciBus {
             self.stats.dropped_inputs += 1;
             return Err(None);
         };
-        let total = req.bytes();
-        if total == 0 || req.addr.checked_add(total).is_none() {
+        if req.is_refused() {
             let done = TransactionDone {
                 tag: req.tag,
                 status: TxnStatus::BadRequest,
@@ -119,6 +118,7 @@ impl PciBus {
             };
             return Err(Some((component, done)));
         }
+        let total = req.bytes();
         self.push_queued(m, req, total, Reply::Master(component), c);
         Ok(())
     }

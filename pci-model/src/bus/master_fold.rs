@@ -74,12 +74,6 @@ pub trait FoldPort<M> {
     fn request(&mut self, req: BusRequest);
 }
 
-/// The master whose completions the bus may run.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LocalFold {
-    component: ComponentId,
-}
-
 /// The bus as a folded master's port for one completion.
 struct Port<'a, 'c, M> {
     bus: &'a mut PciBus,
@@ -119,8 +113,7 @@ impl<M: From<PciMsg>> FoldPort<M> for Port<'_, '_, M> {
     }
 
     fn request(&mut self, req: BusRequest) {
-        let total = req.bytes();
-        if total == 0 || req.addr.checked_add(total).is_none() {
+        if req.is_refused() {
             // Refused where it lands, as the reference's message is.
             let bus = self.ctx.me();
             let land = self.ctx.domain_of(bus).edge_after(self.at, Cycles(1));
@@ -154,13 +147,13 @@ impl PciBus {
                 why: format!("master {i} is not registered on this bus with a component"),
             });
         };
-        if self.local_fold.is_some() {
+        if self.local_master.is_some() {
             return Err(PciError::BadParam {
                 name: "master",
                 why: "the bus runs another master's completions already".into(),
             });
         }
-        self.local_fold = Some(LocalFold { component });
+        self.local_master = Some(component);
         Ok(())
     }
 
@@ -191,9 +184,8 @@ impl PciBus {
         at: Time,
         msg: &PciMsg,
     ) -> Option<EventKey> {
-        match self.local_fold {
-            Some(f) if self.local_on && f.component == to => {}
-            _ => return None,
+        if !self.local_on || self.local_master != Some(to) {
+            return None;
         }
         if !matches!(msg, PciMsg::TransactionDone(_) | PciMsg::TargetWrite { .. }) {
             return None;
@@ -240,19 +232,19 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         master: &mut dyn FoldedMaster<M>,
     ) {
-        let Some(f) = self.local_fold else {
+        let Some(me) = self.local_master else {
             return;
         };
         let skew = self.local_fold_skew;
         let mut kept = std::mem::take(&mut self.local_done);
         for (k, pass) in kept.drain(..) {
             self.local_folded += 1;
-            let at = pass.time + ctx.domain_of(f.component).period() * skew;
+            let at = pass.time + ctx.domain_of(me).period() * skew;
             let arrival = self.clock_at(pass.time) + 1 + skew;
             let mut port = Port {
                 bus: self,
                 ctx,
-                me: f.component,
+                me,
                 at,
                 pass,
                 arrival,

@@ -300,8 +300,9 @@ pub struct PciBus {
     /// Test hook: clocks a folded DMA master's requests land late (see
     /// [`PciBus::set_dma_fold_skew_clocks`]); 0 in every real run.
     dma_fold_skew: u64,
-    /// The master whose completions the bus may run (`master_fold.rs`), if any.
-    local_fold: Option<master_fold::LocalFold>,
+    /// The component of the master whose completions the bus may run
+    /// (`master_fold.rs`), if any.
+    local_master: Option<ComponentId>,
     /// Whether the handler being run was lent that master (`PciBus::handle_local`).
     local_on: bool,
     /// Test hook: clocks that master takes its completions late (see
@@ -389,7 +390,7 @@ impl PciBus {
             deferral: Deferral::Behind,
             folded_dma: None,
             dma_fold_skew: 0,
-            local_fold: None,
+            local_master: None,
             local_on: false,
             local_fold_skew: 0,
             local_done: Vec::new(),
