@@ -10,7 +10,7 @@
 //! median of the runs (a run's first touches of memory, page faults included, land in
 //! whichever handler makes them, so one run alone can put a kind far off).
 use host_driver::programs::{rdma_pingpong_initiator, rdma_pingpong_responder, PingPongParams};
-use sim_kernel::{ComponentId, Ctx, RunLimit, Time, World};
+use sim_kernel::{ComponentId, Ctx, RunLimit, RunOutcome, Time, World};
 use std::collections::BTreeMap;
 use testbenches::config::{SimStepping, SystemConfig};
 use testbenches::system::world::{Comp, Msg, SystemWorld};
@@ -85,13 +85,18 @@ fn run(size: u32, iters: u32, cfg: &SystemConfig, timing: bool) -> Census {
     // Bounded by simulated time, not by an event budget: a run with a budget promises
     // no instant (`Ctx::horizon`), and the local bus then runs none of the DP83820's
     // completions itself, which would count events a real run does not have.
-    sys.kernel.run(
+    let outcome = sys.kernel.run(
         &mut w,
         RunLimit {
             until: Time(10_000_000_000_000), // 10 s simulated
             max_events: u64::MAX,
         },
     );
+    // A ping-pong ends idle; one still running at the bound would be counted in part.
+    if outcome == RunOutcome::TimeLimit {
+        eprintln!("census: the run did not end within 10 s simulated (size {size}, {iters} round trips): its counts would be partial");
+        std::process::exit(1);
+    }
     let tally = w.tally;
     let names = (0..sys.kernel.component_count())
         .map(|c| {
