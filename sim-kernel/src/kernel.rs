@@ -772,6 +772,27 @@ impl<M> Ctx<'_, M> {
             .push_self(me, at, Cycles(1), Priority::NORMAL, msg);
     }
 
+    /// Queues the wake-up `msg` at `place`, whose sequence number this component took
+    /// with [`Ctx::reserve_sequence`] where it would have queued that wake-up and did
+    /// not (it might never be needed): the entry is the one that push would have made,
+    /// so every event keeps its place in the run's order. `place` must still be to come
+    /// and lie on an edge of this component's domain.
+    pub fn wake_at_place(&mut self, place: EventKey, msg: M) -> EventToken {
+        let me = self.me;
+        let k = &mut *self.kernel;
+        debug_assert!(
+            crate::queue::pack(place.time, place.priority, place.sequence) > k.current,
+            "a wake-up placed in the past"
+        );
+        debug_assert_eq!(
+            k.clock_of(me).edge_at_or_after(place.time),
+            place.time,
+            "a wake-up off its domain's edge"
+        );
+        k.queue
+            .push_reserved(place.time, place.priority, place.sequence, me, msg)
+    }
+
     /// Like [`Ctx::wake_after_with`], and returns the token that cancels the wake-up
     /// ([`Ctx::cancel`]), e.g. when a later input makes it unnecessary.
     #[inline]

@@ -435,6 +435,20 @@ impl<T> EventQueue<T> {
         Some(t)
     }
 
+    /// Queues `item` for `to` at `time` with `priority` under the sequence number `seq`
+    /// taken earlier ([`EventQueue::reserve_sequence`]): the entry a push at that
+    /// moment would have made ([`crate::Ctx::wake_at_place`]).
+    pub(crate) fn push_reserved(
+        &mut self,
+        time: Time,
+        priority: Priority,
+        seq: u64,
+        to: ComponentId,
+        item: T,
+    ) -> EventToken {
+        self.push_keyed(pack(time, priority, seq), seq, to, item)
+    }
+
     /// Whether an event for `to` is queued (not cancelled) with a key below `key`,
     /// packed: the sorted array is looked at from its smallest key up to `key`, the
     /// heap (empty in nearly every run) entry by entry.

@@ -161,6 +161,23 @@ impl Dp83820Mac {
         &self.stats
     }
 
+    /// Lets its transmitter end a gap with nothing queued behind it without a wake-up
+    /// ([`GmiiTx::set_lazy_gap`]; untraced fast stepping).
+    pub fn set_lazy_gap(&mut self, on: bool) {
+        self.tx.set_lazy_gap(on);
+    }
+
+    /// Test hook: see [`GmiiTx::set_lazy_gap_skew_clocks`].
+    pub fn set_lazy_gap_skew_clocks(&mut self, clocks: u64) {
+        self.tx.set_lazy_gap_skew_clocks(clocks);
+    }
+
+    /// Where a run ends with every event at or before `until` delivered
+    /// ([`GmiiTx::settle`]).
+    pub fn settle(&mut self, until: sim_kernel::Time) {
+        self.tx.settle(until);
+    }
+
     /// Its GMII transmitter (state, statistics, capture).
     #[must_use]
     pub fn tx(&self) -> &GmiiTx {

@@ -13,7 +13,9 @@
 //! Event-driven but exact: the machine runs only on the edges where per-byte stepping would
 //! change its state. A frame costs three wake-ups ([`MacMsg::TxWake`]): end of preamble,
 //! end of FCS, end of gap; starting a frame from `Idle` happens on the edge the frame is
-//! queued. Wake-ups have [`Priority::LATE`], so frames queued on the very edge a gap ends
+//! queued. With the lazy gap ([`GmiiTx::set_lazy_gap`]), a gap with nothing queued
+//! behind it costs no wake-up: its place is reserved and used only if a frame comes
+//! before it. Wake-ups have [`Priority::LATE`], so frames queued on the very edge a gap ends
 //! are seen by that edge's decision whatever their insertion order (per-byte hardware
 //! samples its queue after the edge's inputs settle). A test (`tests/gmii_reference.rs`)
 //! proves the transitions and delivery times equal those of a per-byte stepping model.
@@ -50,7 +52,7 @@ use crate::link::Attachment;
 use crate::msg::{MacMsg, PortIndex};
 use crate::params::WireParams;
 use crate::rx::RxFrame;
-use sim_kernel::{Ctx, Cycles, Duration, Fsm, Priority, StateName, Time};
+use sim_kernel::{Ctx, Cycles, Duration, EventKey, Fsm, Priority, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::ethernet::{PREAMBLE_LEN, SFD_LEN};
 
@@ -150,6 +152,13 @@ pub struct GmiiTx {
     pause_wake: Option<Time>,
     /// Faults on the wire in this direction ([`crate::fault`]); `None`: a perfect link.
     faults: Option<Box<WireFaults>>,
+    /// Whether a gap with nothing queued after it ends without a wake-up
+    /// ([`GmiiTx::set_lazy_gap`]).
+    lazy_gap: bool,
+    /// The place of the end-of-gap wake-up not queued (its sequence number reserved).
+    gap: Option<EventKey>,
+    /// Test hook: a reserved end-of-gap wake-up queued this many clocks late.
+    gap_skew: u64,
 }
 
 impl GmiiTx {
@@ -177,6 +186,65 @@ impl GmiiTx {
             paused_since: None,
             pause_wake: None,
             faults: None,
+            lazy_gap: false,
+            gap: None,
+            gap_skew: 0,
+        }
+    }
+
+    /// With `on`, a gap after a frame with no frame queued behind it ends without a
+    /// wake-up (untraced, no faults installed): the transmitter reserves the place the
+    /// wake-up would have had ([`Ctx::reserve_sequence`]) and queues it there only if a
+    /// frame is queued before that place ([`Ctx::wake_at_place`]); a frame queued after
+    /// it finds the line idle, as the wake-up would have left it (`after_gap` with an
+    /// empty queue), and the gap is counted then. Every event keeps its place in the
+    /// run's order. The owner calls [`GmiiTx::settle`] where a run ends.
+    pub fn set_lazy_gap(&mut self, on: bool) {
+        self.lazy_gap = on;
+    }
+
+    /// Test hook: a reserved end-of-gap wake-up is queued `clocks` late (a model error
+    /// the lockstep harness must catch).
+    pub fn set_lazy_gap_skew_clocks(&mut self, clocks: u64) {
+        self.gap_skew = clocks;
+    }
+
+    /// Where a run ends, every event at or before `until` delivered: a gap whose
+    /// wake-up was not queued and whose end lies within the run is over, as the
+    /// wake-up would have made it.
+    pub fn settle(&mut self, until: Time) {
+        if self.gap.is_some_and(|g| g.time <= until) {
+            self.gap = None;
+            self.gap_over();
+        }
+    }
+
+    /// A gap whose wake-up was not queued, with nothing queued since, is over: what
+    /// `after_gap` does with an empty queue (no faults installed), untraced.
+    fn gap_over(&mut self) {
+        self.stats.ifg += Cycles(self.min_ifg);
+        self.fsm.set(GmiiState::Idle, &mut Untraced);
+    }
+
+    /// Before a frame is queued: the gap whose wake-up was not queued is either over
+    /// (its place has passed: the line is idle) or still running (its wake-up is queued
+    /// now, at its place).
+    fn settle_gap<M: From<MacMsg>>(&mut self, ctx: &mut Ctx<'_, M>) {
+        let Some(g) = self.gap.take() else {
+            return;
+        };
+        if ctx.event_key() > g {
+            self.gap_over();
+        } else {
+            let place = if self.gap_skew > 0 {
+                EventKey {
+                    time: g.time + ctx.my_domain().period() * self.gap_skew,
+                    ..g
+                }
+            } else {
+                g
+            };
+            ctx.wake_at_place(place, MacMsg::TxWake { port: self.port }.into());
         }
     }
 
@@ -261,6 +329,7 @@ impl GmiiTx {
             tracing::debug!(target: "mac::gmii", port = self.port.0, id = frame.id.0, queued = self.queue.len(), "queue full, frame dropped");
             return Err(TxRefused::QueueFull(frame));
         }
+        self.settle_gap(ctx);
         let item = Queued {
             frame,
             total,
@@ -454,6 +523,14 @@ impl GmiiTx {
         self.fsm.set(GmiiState::Ifg, ctx);
         if self.min_ifg == 0 {
             self.after_gap(ctx);
+        } else if self.lazy_gap && self.queue.is_empty() && self.faults.is_none() && !ctx.tracing()
+        {
+            // Reserved where `wake_in` would push: the wake-up's own place.
+            self.gap = Some(EventKey {
+                time: now + ctx.my_domain().period() * self.min_ifg,
+                priority: Priority::LATE,
+                sequence: ctx.reserve_sequence(),
+            });
         } else {
             self.wake_in(self.min_ifg, ctx);
         }
@@ -518,5 +595,17 @@ fn tell_far_end<M: From<MacMsg>>(
         if let Some(f) = w.fate.as_ref().filter(|f| f.duplicate) {
             reorder::deliver(link, f.apply(&w.frame), w.copy_first, byte, ctx);
         }
+    }
+}
+
+/// A transition sink that records nothing (the lazy gap ends only in untraced runs,
+/// outside any event).
+struct Untraced;
+
+impl sim_kernel::TransitionSink for Untraced {
+    fn record_transition(&mut self, _: &'static str, _: &'static str, _: &'static str) {}
+
+    fn records_transitions(&self) -> bool {
+        false
     }
 }

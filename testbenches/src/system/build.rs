@@ -367,6 +367,9 @@ impl System {
                 world.place(id.mac_bus, Comp::MacBus(n, Box::new(mac_bus)));
                 None
             };
+            // Untraced fast stepping: a gap with nothing queued behind it ends without
+            // a wake-up (`GmiiTx::set_lazy_gap`), the same events in the same order.
+            mac_side.set_lazy_gap(dma_fold);
             world.place(id.mac_side, Comp::MacSide(n, Box::new(mac_side)));
             world.place(
                 id.att_port,

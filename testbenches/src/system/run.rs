@@ -172,7 +172,8 @@ impl System {
     /// whose last slice ran every event at or before `until` (`PciBus::settle`): fast
     /// stepping steps clocks without an output late, so a bus's counters would
     /// otherwise lag where the slice cuts a transaction, and it steps a fixed
-    /// turnaround early.
+    /// turnaround early. Ends, too, every DP83820 transmitter's gap that ended by
+    /// `until` without its wake-up (`GmiiTx::settle`).
     fn settle_buses(&mut self, until: Time) {
         let (world, kernel) = (&mut self.world, &mut self.kernel);
         let (parts, nodes) = world.parts_and_store_mut();
@@ -187,6 +188,8 @@ impl System {
                         b.settle_ram(kernel, id, until, &mut s.ram);
                     }
                 }
+                // A gap its transmitter ended without a wake-up (`GmiiTx::set_lazy_gap`).
+                Comp::MacSide(_, m) => m.settle(until),
                 _ => {}
             }
         }
