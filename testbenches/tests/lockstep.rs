@@ -96,7 +96,8 @@ fn observe_system(sys: &System, records: Vec<String>, one_way_ps: u64) -> Observ
             Comp::MacBus(n, _) | Comp::FoldedMacBus(n) => {
                 sys.mac_bus(*n).map(|m| format!("{:?}", m.stats()))
             }
-            Comp::MacSide(_, m) => Some(format!("{:?}", m.stats())),
+            // With its transmitter's counters (its gaps, `GmiiTx::set_lazy_gap`).
+            Comp::MacSide(_, m) => Some(format!("{:?} {:?}", m.stats(), m.tx().stats())),
             _ => None,
         })
         .collect();
