@@ -193,7 +193,8 @@ impl GmiiTx {
     }
 
     /// With `on`, a gap after a frame with no frame queued behind it ends without a
-    /// wake-up (untraced, no faults installed): the transmitter reserves the place the
+    /// wake-up (untraced, no reordering or duplicating faults on the wire, which may hold
+    /// a frame back for the gap's end to release): the transmitter reserves the place the
     /// wake-up would have had ([`Ctx::reserve_sequence`]) and queues it there only if a
     /// frame is queued before that place ([`Ctx::wake_at_place`]); a frame queued after
     /// it finds the line idle, as the wake-up would have left it (`after_gap` with an
@@ -220,7 +221,8 @@ impl GmiiTx {
     }
 
     /// A gap whose wake-up was not queued, with nothing queued since, is over: what
-    /// `after_gap` does with an empty queue (no faults installed), untraced.
+    /// `after_gap` does with an empty queue (no frame held back: no reordering faults),
+    /// untraced.
     fn gap_over(&mut self) {
         self.stats.ifg += Cycles(self.min_ifg);
         self.fsm.set(GmiiState::Idle, &mut Untraced);
@@ -523,7 +525,10 @@ impl GmiiTx {
         self.fsm.set(GmiiState::Ifg, ctx);
         if self.min_ifg == 0 {
             self.after_gap(ctx);
-        } else if self.lazy_gap && self.queue.is_empty() && self.faults.is_none() && !ctx.tracing()
+        } else if self.lazy_gap
+            && self.queue.is_empty()
+            && self.faults.as_ref().is_none_or(|f| !f.params().reorders())
+            && !ctx.tracing()
         {
             // Reserved where `wake_in` would push: the wake-up's own place.
             self.gap = Some(EventKey {
