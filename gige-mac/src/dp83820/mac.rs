@@ -174,7 +174,7 @@ impl Dp83820Mac {
 
     /// Where a run ends with every event at or before `until` delivered
     /// ([`GmiiTx::settle`]).
-    pub fn settle(&mut self, until: sim_kernel::Time) {
+    pub fn settle(&mut self, until: Time) {
         self.tx.settle(until);
     }
 

@@ -238,13 +238,9 @@ impl GmiiTx {
         if ctx.event_key() > g {
             self.gap_over();
         } else {
-            let place = if self.gap_skew > 0 {
-                EventKey {
-                    time: g.time + ctx.my_domain().period() * self.gap_skew,
-                    ..g
-                }
-            } else {
-                g
+            let place = EventKey {
+                time: g.time + ctx.my_domain().period() * self.gap_skew,
+                ..g
             };
             ctx.wake_at_place(place, MacMsg::TxWake { port: self.port }.into());
         }

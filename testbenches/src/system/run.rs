@@ -129,9 +129,9 @@ impl System {
             let Some(end) = self.slice_end(outcome, &mut quiet_at) else {
                 continue;
             };
-            // The run ends here: every bus where per-clock stepping stands before
-            // anything reads its counters.
-            self.settle_buses(until);
+            // The run ends here: every bus, and every transmitter's gap, where per-clock
+            // stepping stands before anything reads their counters.
+            self.settle_parts(until);
             return match end {
                 SliceEnd::Finished => RunEnd::Finished,
                 SliceEnd::Failed => RunEnd::ProgramFailed,
@@ -174,7 +174,7 @@ impl System {
     /// otherwise lag where the slice cuts a transaction, and it steps a fixed
     /// turnaround early. Ends, too, every DP83820 transmitter's gap that ended by
     /// `until` without its wake-up (`GmiiTx::settle`).
-    fn settle_buses(&mut self, until: Time) {
+    fn settle_parts(&mut self, until: Time) {
         let (world, kernel) = (&mut self.world, &mut self.kernel);
         let (parts, nodes) = world.parts_and_store_mut();
         for (id, part) in parts {
