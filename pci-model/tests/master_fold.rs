@@ -27,6 +27,9 @@ const MEM: u64 = 0x1000_0000;
 const REGS: u64 = 0x2000_0000;
 /// Requests the master issues at most.
 const LIMIT: u64 = 40;
+/// Inputs after which the master wakes itself no more (a script whose bytes only wake
+/// it would otherwise run for ever).
+const STEPS: usize = 400;
 
 #[derive(Clone, Debug)]
 enum Msg {
@@ -129,7 +132,7 @@ impl Master {
         if d & 4 != 0 {
             out.note(self.step as u64);
         }
-        if d & 8 != 0 && self.issued < LIMIT {
+        if d & 8 != 0 && self.issued < LIMIT && self.step < STEPS {
             let at = Time(now.0 + 7_000 * u64::from(1 + (d >> 4)));
             out.wake_at(at, self.step as u64);
         }
@@ -370,4 +373,11 @@ fn a_folded_completion_one_clock_late_is_caught() {
     let (late, (n, _)) = run((Stepping::FastForward, true, 1), case, None);
     assert!(n > 0);
     assert_ne!(late, reference, "a fold one clock late went unnoticed");
+}
+
+/// A script that issues nothing and only wakes the master ends (it once ran until
+/// memory ran out).
+#[test]
+fn a_script_that_only_wakes_the_master_ends() {
+    check(&[8], &[], &[]).unwrap();
 }
