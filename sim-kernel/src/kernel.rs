@@ -156,6 +156,10 @@ struct Pass {
     time: Time,
     priority: Priority,
     token: EventToken,
+    /// For a message deferred through two places ([`Ctx::send_deferred_via`]), the
+    /// instant and priority of the second: passing `at` takes its sequence number, and
+    /// the entry then waits for the run to pass it.
+    via: Option<(Time, Priority)>,
 }
 
 impl<M> Kernel<M> {
@@ -425,8 +429,30 @@ impl<M> Kernel<M> {
                 break;
             }
             self.passes.pop();
-            self.queue.rekey(p.token, p.time, p.priority);
+            match p.via {
+                None => {
+                    self.queue.rekey(p.token, p.time, p.priority);
+                }
+                // The first place of two: the event that stood there would have queued
+                // the second's event, taking the next sequence number. A cancelled
+                // entry's event was queued for real instead (`Ctx::wake_at_place`):
+                // nothing is taken for it.
+                Some((time, priority)) => {
+                    if self.queue.is_live(p.token) {
+                        let seq = self.queue.reserve_sequence();
+                        let at = crate::queue::pack(time, priority, seq);
+                        self.insert_pass(Pass { at, via: None, ..p });
+                    }
+                }
+            }
         }
+    }
+
+    /// Files `p` among the passes: latest place first; among equal places the one
+    /// deferred first is last.
+    fn insert_pass(&mut self, p: Pass) {
+        let i = self.passes.partition_point(|q| q.at > p.at);
+        self.passes.insert(i, p);
     }
 
     /// Runs until idle or stopped.
@@ -647,6 +673,63 @@ impl<M> Ctx<'_, M> {
         msg: M,
         pass: EventKey,
     ) -> EventToken {
+        self.defer(to, at, prio, msg, pass, None)
+    }
+
+    /// Like [`Ctx::send_deferred`] for a message that the event which is not queued at
+    /// `pass` would not have sent itself: it would have queued a wake-up of its
+    /// component at `then` (instant, priority), and that wake-up's event would have
+    /// sent `msg`. When the run passes `pass` the second place takes the next sequence
+    /// number, as that wake-up's push would have; when it passes the second place the
+    /// message takes its own, as [`Ctx::send_deferred`]'s does. Until then,
+    /// [`Ctx::deferred_place`] tells which of the two places is to come next.
+    ///
+    /// `then` must come after `pass`, and `(at, prio)` after `then`. A cancelled
+    /// message takes no sequence number at `pass`: the component then queues the
+    /// wake-up for real at `pass` ([`Ctx::wake_at_place`]) and sends the message from
+    /// it.
+    pub fn send_deferred_via(
+        &mut self,
+        to: ComponentId,
+        at: Time,
+        prio: Priority,
+        msg: M,
+        pass: EventKey,
+        then: (Time, Priority),
+    ) -> EventToken {
+        debug_assert!(
+            then > (pass.time, pass.priority),
+            "a second place before the first"
+        );
+        debug_assert!(
+            (at, prio) > then,
+            "a deferred message landing before its place"
+        );
+        self.defer(to, at, prio, msg, pass, Some(then))
+    }
+
+    /// The next place the run has to pass before the deferred message of `token` is
+    /// queued for real: `pass`, or for [`Ctx::send_deferred_via`] once `pass` is passed
+    /// the second place with its sequence number. `None` once the message is queued
+    /// for real (or was never deferred).
+    #[must_use]
+    pub fn deferred_place(&self, token: EventToken) -> Option<EventKey> {
+        self.kernel
+            .passes
+            .iter()
+            .find(|p| p.token == token)
+            .map(|p| crate::queue::unpack(p.at))
+    }
+
+    fn defer(
+        &mut self,
+        to: ComponentId,
+        at: Time,
+        prio: Priority,
+        msg: M,
+        pass: EventKey,
+        via: Option<(Time, Priority)>,
+    ) -> EventToken {
         let k = &mut *self.kernel;
         let place = crate::queue::pack(pass.time, pass.priority, pass.sequence);
         debug_assert!(
@@ -663,15 +746,13 @@ impl<M> Ctx<'_, M> {
             "a deferred message off its receiver's edge"
         );
         let token = k.queue.push_deferred(at, prio, to, msg);
-        let p = Pass {
+        k.insert_pass(Pass {
             at: place,
             time: at,
             priority: prio,
             token,
-        };
-        // Latest place first; among equal places the one deferred first is last.
-        let i = k.passes.partition_point(|q| q.at > place);
-        k.passes.insert(i, p);
+            via,
+        });
         token
     }
 

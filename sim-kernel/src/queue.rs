@@ -435,6 +435,13 @@ impl<T> EventQueue<T> {
         Some(t)
     }
 
+    /// Whether `token` names an entry still queued (not delivered, not cancelled).
+    pub(crate) fn is_live(&self, token: EventToken) -> bool {
+        self.slab
+            .get(token.slot as usize)
+            .is_some_and(|c| c.seq == token.seq && c.item.is_some())
+    }
+
     /// Queues `item` for `to` at `time` with `priority` under the sequence number `seq`
     /// taken earlier ([`EventQueue::reserve_sequence`]): the entry a push at that
     /// moment would have made ([`crate::Ctx::wake_at_place`]).

@@ -98,6 +98,14 @@ fn observe_system(sys: &System, records: Vec<String>, one_way_ps: u64) -> Observ
             }
             // With its transmitter's counters (its gaps, `GmiiTx::set_lazy_gap`).
             Comp::MacSide(_, m) => Some(format!("{:?} {:?}", m.stats(), m.tx().stats())),
+            // With its state and its SDRAM controller's (translations computed ahead,
+            // `AttManager::set_ahead`).
+            Comp::Att(_, a) => Some(format!(
+                "{:?} {:?} {:?}",
+                a.stats(),
+                a.state(),
+                a.sdram_controller()
+            )),
             _ => None,
         })
         .collect();
@@ -158,6 +166,9 @@ struct Skew {
     /// The DP83820's completions the local bus runs itself (untraced) taken this many
     /// clocks late.
     local_fold: u64,
+    /// The answer of a translation the card ATT computes ahead (untraced) landing this
+    /// many engine clocks late.
+    att_ahead: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -182,6 +193,9 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
             b.set_dma_fold_skew_clocks(skew.dma_fold);
             b.set_fold_write_skew_clocks(skew.fold_write);
             b.set_local_fold_skew_clocks(skew.local_fold);
+        }
+        if let Comp::Att(_, a) = part {
+            a.set_ahead_skew_cycles(skew.att_ahead);
         }
     }
 }
@@ -465,6 +479,21 @@ fn a_folded_dp83820_completion_one_clock_late_is_caught() {
     assert!(
         caught(&cfg, 1460, skew),
         "a folded DP83820 completion one clock late went unnoticed"
+    );
+}
+
+/// A translation the card ATT computes ahead (untraced) whose answer lands one engine
+/// clock late is caught.
+#[test]
+fn a_translation_computed_ahead_one_clock_late_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        att_ahead: 1,
+        ..Skew::default()
+    };
+    assert!(
+        caught(&cfg, 1460, skew),
+        "a translation answered one clock late went unnoticed"
     );
 }
 

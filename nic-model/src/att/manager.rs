@@ -34,13 +34,15 @@ use super::table_io::TableIoError;
 use super::translate::{check_l1, pieces_from_l2, L2Fetch, TranslateError, TranslateRequest};
 use crate::msg::{NicMsg, ReqId};
 use crate::sdram::{SdramController, SdramOp, SdramStore};
-use sim_kernel::{ComponentId, Ctx, Cycles, Fsm, MsgId, StateName, Time};
+use sim_kernel::{ComponentId, Ctx, Fsm, MsgId, StateName, Time};
 use std::collections::VecDeque;
 use via_abi::att::{L1Entry, L1Repr, L2Repr, L1_ENTRY_LEN};
 use via_abi::MemHandle;
 
+mod ahead;
 mod flip;
 
+pub use ahead::AheadCounts;
 pub use flip::{AttBitFlip, AttFlipError, L1_ENTRY_BITS};
 
 /// States of the manager's `att` state machine.
@@ -198,6 +200,16 @@ pub struct AttManager {
     flip: Option<AttBitFlip>,
     /// The bytes of the last SDRAM table read (a buffer kept between reads).
     read_buf: Vec<u8>,
+    /// Whether a translation may be computed ahead ([`AttManager::set_ahead`]).
+    ahead_on: bool,
+    /// A translation computed ahead whose places the run may not have passed yet.
+    ahead: Option<ahead::Ahead>,
+    /// The completion edge of the next card SDRAM access, computed ahead (the
+    /// controller has already accounted for that access).
+    access_done: Option<Time>,
+    /// Test hook: the reply of a translation computed ahead lands this many cycles late.
+    ahead_skew_cycles: u64,
+    ahead_counts: AheadCounts,
 }
 
 impl AttManager {
@@ -228,6 +240,11 @@ impl AttManager {
             stats: AttStats::default(),
             flip: None,
             read_buf: Vec::new(),
+            ahead_on: false,
+            ahead: None,
+            access_done: None,
+            ahead_skew_cycles: 0,
+            ahead_counts: AheadCounts::default(),
         })
     }
 
@@ -300,6 +317,9 @@ impl AttManager {
     /// Handles one message; see the module docs. Messages that are not for the manager
     /// are logged and dropped.
     pub fn handle<M: From<NicMsg>>(&mut self, msg: NicMsg, ctx: &mut Ctx<'_, M>) {
+        if self.ahead.is_some() {
+            self.catch_up(ctx);
+        }
         match msg {
             NicMsg::AttRegister {
                 req,
@@ -498,8 +518,9 @@ impl AttManager {
     }
 
     /// Starts a table access for `phase`: on the card, the SDRAM controller says when it
-    /// completes and the manager wakes itself then; in host memory, the request goes to
-    /// the table port.
+    /// completes and the manager wakes itself then (or, for a translation computed
+    /// ahead, answers without waking: [`AttManager::set_ahead`]); in host memory, the
+    /// request goes to the table port.
     fn issue<M: From<NicMsg>>(
         &mut self,
         phase: Phase,
@@ -510,27 +531,11 @@ impl AttManager {
         let tag = self.next_tag;
         self.next_tag = self.next_tag.wrapping_add(1);
         let now = ctx.now();
-        match &mut self.backend {
-            Backend::Card(card) => {
-                let (op, addr, len) = match &io {
-                    Io::Read { addr, len } => (SdramOp::Read, *addr, *len),
-                    Io::Write { addr, data } => (SdramOp::Write, *addr, data.len() as u64),
-                };
-                let d = ctx.my_domain();
-                let period = d.period().as_ps().max(1);
-                let phase_ps = d.phase().as_ps();
-                let cycle = now.as_ps().saturating_sub(phase_ps) / period;
-                match card.ctrl.access(cycle, op, addr, len) {
-                    Ok(t) => {
-                        let at = Time(phase_ps.saturating_add(t.done.saturating_mul(period)));
-                        tracing::debug!(target: "nic::att", ?op, addr, len, cycles = t.latency(),
-                            row_hits = t.row_hits, refreshes = t.refreshes, "SDRAM access");
-                        ctx.wake_at(at, NicMsg::AttSdramDone { tag }.into());
-                    }
-                    // Out of range: the store refuses the same range on the wake-up.
-                    Err(_) => ctx.wake_after(Cycles(1), NicMsg::AttSdramDone { tag }.into()),
-                }
-            }
+        let wake = match &mut self.backend {
+            Backend::Card(card) => Some(match self.access_done.take() {
+                Some(at) => at,
+                None => Self::card_access(card, &io, ctx),
+            }),
             Backend::Host { port } => {
                 let me = ctx.me();
                 let m = match &io {
@@ -549,8 +554,9 @@ impl AttManager {
                 };
                 let port = *port;
                 ctx.send(port, m.into());
+                None
             }
-        }
+        };
         self.fsm.set(state, ctx);
         self.current = Some(InFlight {
             phase,
@@ -558,6 +564,41 @@ impl AttManager {
             tag,
             started: now,
         });
+        if let Some(at) = wake {
+            if !(self.ahead_on && self.try_ahead(at, ctx)) {
+                ctx.wake_at(at, NicMsg::AttSdramDone { tag }.into());
+            }
+        }
+    }
+
+    /// Runs `io` through the SDRAM controller as an access issued now: the edge on which
+    /// the manager wakes for its completion.
+    fn card_access<M>(card: &mut CardSdram, io: &Io, ctx: &Ctx<'_, M>) -> Time {
+        Self::card_access_at(card, io, ctx.now(), ctx)
+    }
+
+    /// Runs `io` through the SDRAM controller as an access issued on the edge `now`:
+    /// the edge on which the manager wakes for its completion (an access out of range
+    /// completes on the next edge, and the store refuses it then).
+    fn card_access_at<M>(card: &mut CardSdram, io: &Io, now: Time, ctx: &Ctx<'_, M>) -> Time {
+        let (op, addr, len) = match io {
+            Io::Read { addr, len } => (SdramOp::Read, *addr, *len),
+            Io::Write { addr, data } => (SdramOp::Write, *addr, data.len() as u64),
+        };
+        let d = ctx.my_domain();
+        let period = d.period().as_ps().max(1);
+        let phase_ps = d.phase().as_ps();
+        let cycle = now.as_ps().saturating_sub(phase_ps) / period;
+        let done = match card.ctrl.access(cycle, op, addr, len) {
+            Ok(t) => {
+                tracing::debug!(target: "nic::att", ?op, addr, len, cycles = t.latency(),
+                    row_hits = t.row_hits, refreshes = t.refreshes, "SDRAM access");
+                Time(phase_ps.saturating_add(t.done.saturating_mul(period)))
+            }
+            // Out of range: the store refuses the same range on the wake-up.
+            Err(_) => now,
+        };
+        d.landing(now, done)
     }
 
     /// Moves the bytes of the completed SDRAM access (card ATT): a read's into `buf`
@@ -568,15 +609,7 @@ impl AttManager {
             return Err(TableIoError::Bus { addr: 0 });
         };
         match &c.io {
-            Io::Read { addr, len } => {
-                let out = TableIoError::OutOfRange {
-                    addr: *addr,
-                    len: *len,
-                };
-                let n = usize::try_from(*len).map_err(|_| out)?;
-                buf.resize(n, 0);
-                card.store.read(*addr, buf).map_err(|_| out)
-            }
+            Io::Read { addr, len } => Self::card_read(card, *addr, *len, buf),
             Io::Write { addr, data } => {
                 card.store
                     .write(*addr, data)
@@ -586,6 +619,20 @@ impl AttManager {
                     })
             }
         }
+    }
+
+    /// Reads `len` bytes of the card SDRAM at `addr` into `buf` (emptied first).
+    fn card_read(
+        card: &CardSdram,
+        addr: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), TableIoError> {
+        buf.clear();
+        let out = TableIoError::OutOfRange { addr, len };
+        let n = usize::try_from(len).map_err(|_| out)?;
+        buf.resize(n, 0);
+        card.store.read(addr, buf).map_err(|_| out)
     }
 
     /// The current table access has completed with `result` (bytes read, or empty for a
@@ -719,14 +766,19 @@ impl AttManager {
         reply_to: ComponentId,
         ctx: &mut Ctx<'_, M>,
     ) {
-        match &result {
+        self.count_reply(req, &result);
+        ctx.send(reply_to, NicMsg::AttTranslated { req, result }.into());
+    }
+
+    /// Counts a translation's answer.
+    fn count_reply(&mut self, req: ReqId, result: &Result<Vec<super::Piece>, TranslateError>) {
+        match result {
             Ok(_) => self.stats.translations += 1,
             Err(e) => {
                 self.stats.refusals += 1;
                 tracing::debug!(target: "nic::att", req = req.0, %e, "translation refused");
             }
         }
-        ctx.send(reply_to, NicMsg::AttTranslated { req, result }.into());
     }
 
     fn reply_registration<M: From<NicMsg>>(

@@ -83,7 +83,9 @@ mod tests;
 
 pub use alloc::{ExtentAllocator, IndexAllocator};
 pub use host_port::HostTablePort;
-pub use manager::{AttBitFlip, AttFlipError, AttManager, AttState, AttStats, L1_ENTRY_BITS};
+pub use manager::{
+    AheadCounts, AttBitFlip, AttFlipError, AttManager, AttState, AttStats, L1_ENTRY_BITS,
+};
 pub use params::{AttConfigError, AttLocation, AttParams, TableGeometry};
 pub use table::{
     layout_att, preview_registration, AttTable, DeregisterError, RegionLayout, RegionRequest,

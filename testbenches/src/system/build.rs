@@ -349,6 +349,10 @@ impl System {
                 },
             );
             world.place(id.engine, Comp::Engine(n, Box::new(engine)));
+            // Untraced fast stepping: a translation whose SDRAM reads nothing else can
+            // reach is answered without its two wake-ups (`AttManager::set_ahead`), the
+            // same answers at the same instants in the same order.
+            att.set_ahead(dma_fold);
             world.place(id.att, Comp::Att(n, Box::new(att)));
             world.place(id.gec, Comp::Gec(n, Box::new(gec)));
             if dma_fold {
