@@ -336,6 +336,7 @@ fn transmits_before_ready_wait_for_initialization() {
     let f = frame_bytes(200, 0, 1);
     // Straight into the GEC at time 0, before the DP83820 is programmed.
     w.wiring.store[0]
+        .ram
         .write(BufferLayout::default().tx_buffer(1).unwrap(), &f)
         .unwrap();
     let gec = w.ids[0].gec;

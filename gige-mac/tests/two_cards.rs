@@ -113,7 +113,7 @@ fn initialization_programs_the_dp83820_over_the_local_bus() {
         // RX descriptors: a closed ring over the RX buffers, owned by the MAC, 2048 bytes.
         for slot in 0..l.rx_slots {
             let at = l.rx_descriptor(slot).unwrap();
-            let bytes = w.wiring.store[c].read_vec(at, 16).unwrap();
+            let bytes = w.wiring.store[c].ram.read_vec(at, 16).unwrap();
             let d = DescriptorRepr::parse(&Descriptor::new_checked(&bytes[..]).unwrap()).unwrap();
             let next = l.rx_descriptor((slot + 1) % l.rx_slots).unwrap();
             assert_eq!(u64::from(d.link), next);

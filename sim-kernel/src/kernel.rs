@@ -874,6 +874,26 @@ impl<M> Ctx<'_, M> {
             .push_reserved(place.time, place.priority, place.sequence, me, msg)
     }
 
+    /// Queues `msg` for `to` at `place`, whose sequence number this component took with
+    /// [`Ctx::reserve_sequence`] where it would have sent `msg` and did not (another
+    /// component may have taken it in its stead: a fold): the entry the send would have
+    /// made, so every event keeps its place in the run's order. `place` must still be to
+    /// come and lie on an edge of `to`'s domain.
+    pub fn send_at_place(&mut self, to: ComponentId, place: EventKey, msg: M) -> EventToken {
+        let k = &mut *self.kernel;
+        debug_assert!(
+            crate::queue::pack(place.time, place.priority, place.sequence) > k.current,
+            "a message placed in the past"
+        );
+        debug_assert_eq!(
+            k.clock_of(to).edge_at_or_after(place.time),
+            place.time,
+            "a message off its receiver's edge"
+        );
+        k.queue
+            .push_reserved(place.time, place.priority, place.sequence, to, msg)
+    }
+
     /// Like [`Ctx::wake_after_with`], and returns the token that cancels the wake-up
     /// ([`Ctx::cancel`]), e.g. when a later input makes it unnecessary.
     #[inline]

@@ -3,8 +3,9 @@
 //! instead it reserves the place and queues the wake-up at a later event of its own,
 //! still before `T`. Meanwhile other components queue events at `T` with every
 //! priority, before and after the reservation. Every delivery comes in the same order
-//! as when the wake-up is queued at once; a wake-up queued with a fresh sequence number
-//! instead is caught.
+//! as when the wake-up is queued at once, also when it is queued as a message at the
+//! place (`Ctx::send_at_place`); a wake-up queued with a fresh sequence number instead
+//! is caught.
 
 use proptest::prelude::*;
 use sim_kernel::{ClockDomain, ComponentId, Ctx, Cycles, EventKey, Kernel, Priority, Time, World};
@@ -27,6 +28,8 @@ enum Msg {
 enum Mode {
     AtOnce,
     Placed,
+    /// Queued as a message to `a` at the reserved place (`Ctx::send_at_place`).
+    Sent,
     /// Queued at the later event with a fresh sequence number (a broken fold).
     Fresh,
 }
@@ -60,6 +63,9 @@ impl World<Msg> for Sys {
             Msg::Now => match (self.mode, self.place.take()) {
                 (Mode::Placed, Some(p)) => {
                     ctx.wake_at_place(p, Msg::Wake);
+                }
+                (Mode::Sent, Some(p)) => {
+                    ctx.send_at_place(to, p, Msg::Wake);
                 }
                 (Mode::Fresh, Some(p)) => {
                     let n = p.time.saturating_since(ctx.now()).as_ps() / 10_000;
@@ -131,7 +137,9 @@ proptest! {
         let now_at = 1 + now_frac % (wake_cycles - 1);
         let reference = run(Mode::AtOnce, wake_cycles, prio, now_at, &pokes);
         let placed = run(Mode::Placed, wake_cycles, prio, now_at, &pokes);
-        prop_assert_eq!(reference, placed);
+        prop_assert_eq!(&reference, &placed);
+        let sent = run(Mode::Sent, wake_cycles, prio, now_at, &pokes);
+        prop_assert_eq!(&reference, &sent);
     }
 }
 

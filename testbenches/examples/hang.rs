@@ -64,7 +64,11 @@ fn main() {
                     println!("{name}: busy {} {:?}", d.busy(), d.stats());
                 }
             }
-            Comp::Gec(_, g) => println!("{name}: {:?}", g.stats()),
+            Comp::Gec(n) => {
+                if let Some(g) = sys.gec(*n) {
+                    println!("{name}: {:?}", g.stats());
+                }
+            }
             Comp::MacBus(n, _) | Comp::FoldedMacBus(n) => {
                 if let Some(m) = sys.mac_bus(*n) {
                     println!("{name}: {:?}", m.stats());

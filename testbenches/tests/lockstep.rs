@@ -91,7 +91,7 @@ fn observe_system(sys: &System, records: Vec<String>, one_way_ps: u64) -> Observ
             Comp::Dma(n, _) | Comp::FoldedDma(n) => sys.dma(*n).map(|d| format!("{:?}", d.stats())),
             Comp::SystemBus(_, b) | Comp::LocalBus(_, b) => Some(format!("{:?}", b.stats())),
             // With the reads its local bus answered from the buffer RAM for it.
-            Comp::Gec(n, _) => sys.gec_stats(*n).map(|s| format!("{s:?}")),
+            Comp::Gec(n) => sys.gec_stats(*n).map(|s| format!("{s:?}")),
             // A component, or lent to its local bus (untraced fast stepping).
             Comp::MacBus(n, _) | Comp::FoldedMacBus(n) => {
                 sys.mac_bus(*n).map(|m| format!("{:?}", m.stats()))
@@ -169,6 +169,9 @@ struct Skew {
     /// The answer of a translation the card ATT computes ahead (untraced) landing this
     /// many engine clocks late.
     att_ahead: u64,
+    /// The engine's inputs the GEC takes in the engine's event (untraced) taken this
+    /// many core clocks late.
+    gec_input: u64,
 }
 
 /// Applies `skew` to every CPU and bus of `sys`.
@@ -196,6 +199,11 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
         }
         if let Comp::Att(_, a) = part {
             a.set_ahead_skew_cycles(skew.att_ahead);
+        }
+    }
+    for n in 0..sys.nodes.len() {
+        if let Some(g) = sys.gec_mut(n) {
+            g.set_input_skew_cycles(skew.gec_input);
         }
     }
 }
@@ -494,6 +502,21 @@ fn a_translation_computed_ahead_one_clock_late_is_caught() {
     assert!(
         caught(&cfg, 1460, skew),
         "a translation answered one clock late went unnoticed"
+    );
+}
+
+/// The engine's transmit and release requests taken by the GEC in the engine's event
+/// (untraced) a core clock late are caught.
+#[test]
+fn a_gec_input_taken_one_clock_late_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        gec_input: 1,
+        ..Skew::default()
+    };
+    assert!(
+        caught(&cfg, 1460, skew),
+        "a GEC input taken one clock late went unnoticed"
     );
 }
 

@@ -35,10 +35,15 @@
 //! write (CR.RXE) has ended, [`Gec::is_ready`] is true and the engine gets
 //! [`MacMsg::GecReady`]. `GecTransmit`s that come earlier wait.
 //!
+//! In untraced fast stepping the engine's `GecTransmit` and `GecRxRelease` may be
+//! taken in the engine's event, where nothing can reach the GEC before they would have
+//! landed ([`inputs`], [`Gec::take_engine_input`]).
+//!
 //! Ports: `bus` (the local [`pci_model::PciBus`]; master `master`), `engine`, `mac_bus`
 //! (the DP83820 bus side, for transmit [`MacMsg::TraceTag`]s). Parameters: [`GecParams`].
 //! Statistics: [`GecStats`]. `tracing` target: `mac::gec`.
 
+pub mod inputs;
 pub mod params;
 pub mod port;
 pub mod ring;
@@ -149,6 +154,11 @@ pub struct Gec {
     pub(crate) rx_tags: AddrTags<MsgId>,
     pub(crate) next_untraced: u64,
     pub(crate) stats: GecStats,
+    /// Engine inputs taken where they were sent, and queued at their place
+    /// ([`Gec::take_engine_input`]).
+    pub(crate) engine_inputs: (u64, u64),
+    /// Test hook: such inputs taken this many core clocks late.
+    pub(crate) input_skew_cycles: u64,
 }
 
 /// First id given to received frames that came without a trace tag.
@@ -187,6 +197,8 @@ impl Gec {
             rx_tags: AddrTags::default(),
             next_untraced: UNTRACED_MSG_BASE,
             stats: GecStats::default(),
+            engine_inputs: (0, 0),
+            input_skew_cycles: 0,
         }
     }
 

@@ -7,6 +7,7 @@
 //! TX descriptor 0, RXDP = RX descriptor 0, TXCFG, RXCFG ([`GecParams::txcfg`],
 //! [`GecParams::rxcfg`]), CR = RXE. Ready when the CR write has ended on the bus.
 
+use super::inputs::GecCtx;
 use super::{Gec, GecParams, GecState, RxSlot};
 use crate::buffer_ram::{BufferRam, DESCRIPTOR_BYTES};
 use crate::dp83820::regs::{self, cr};
@@ -73,13 +74,13 @@ impl Gec {
     }
 
     /// Queues a RAM-port write of `cycles` core clocks.
-    pub(crate) fn ram_write<M: From<PciMsg> + From<MacMsg>>(
+    pub(crate) fn ram_write<M: From<PciMsg> + From<MacMsg>, C: GecCtx<M> + ?Sized>(
         &mut self,
         what: RamWrite,
         cycles: u64,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut C,
     ) {
-        let core = ctx.my_domain();
+        let core = ctx.core();
         let start = core.edge_at_or_after(ctx.now().max(self.ram_free_at));
         let at = start + core.cycles(Cycles(cycles.max(1)));
         self.ram_free_at = at;

@@ -10,6 +10,7 @@
 //! size field (minus the FCS when the DP83820 keeps it). Without OK it is given straight
 //! back. `GecRxRelease` resets cmdsts (size, OWN clear) through the RAM port.
 
+use super::inputs::GecCtx;
 use super::port::{RamWrite, RegWhat};
 use super::{Gec, GecState, RxSlot, TxRequest};
 use crate::buffer_ram::BufferRam;
@@ -22,12 +23,12 @@ use via_abi::ethernet::FCS_LEN;
 
 impl Gec {
     /// `GecTransmit`.
-    pub(crate) fn transmit<M: From<PciMsg> + From<MacMsg>>(
+    pub(crate) fn transmit<M: From<PciMsg> + From<MacMsg>, C: GecCtx<M> + ?Sized>(
         &mut self,
         slot: u16,
         len: u32,
         msg: MsgId,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut C,
     ) {
         let fits = u64::from(len) <= self.layout.slot_bytes && len <= u32::from(u16::MAX);
         let busy = self.tx_busy.get(usize::from(slot)).copied();
@@ -64,10 +65,10 @@ impl Gec {
     }
 
     /// Puts a frame on the next ring position; false if that position is still in use.
-    pub(crate) fn start_tx<M: From<PciMsg> + From<MacMsg>>(
+    pub(crate) fn start_tx<M: From<PciMsg> + From<MacMsg>, C: GecCtx<M> + ?Sized>(
         &mut self,
         r: TxRequest,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut C,
     ) -> bool {
         let pos = self.tx_next;
         let Some(entry) = self.tx_ring.get_mut(usize::from(pos)) else {
@@ -214,10 +215,10 @@ impl Gec {
     }
 
     /// `GecRxRelease`.
-    pub(crate) fn release<M: From<PciMsg> + From<MacMsg>>(
+    pub(crate) fn release<M: From<PciMsg> + From<MacMsg>, C: GecCtx<M> + ?Sized>(
         &mut self,
         slot: u16,
-        ctx: &mut Ctx<'_, M>,
+        ctx: &mut C,
     ) {
         match self.rx_slots.get_mut(usize::from(slot)) {
             Some(s) if *s == RxSlot::Engine => *s = RxSlot::Releasing,

@@ -4,6 +4,10 @@
 //!
 //! Clock domains: `card.core` and `pci.local` at 33 MHz, `gmii` at 125 MHz (shared by
 //! both cards: the published system's nominal clocks).
+//!
+//! Each card's GEC lives in its card's storage with the buffer RAM, so that the engine
+//! stand-in's event can hand it its inputs (`Setup::gec_inputs_placed`,
+//! `Gec::take_engine_input`).
 
 #![allow(dead_code)]
 
@@ -15,7 +19,8 @@ use gige_mac::{
 };
 use pci_model::{BusParams, PciBus, PciMsg};
 use sim_kernel::{
-    ClockDomain, ComponentId, Ctx, Cycles, Kernel, MsgId, OnMisroute, Part, Time, Wiring, World,
+    ClockDomain, ComponentId, Ctx, Cycles, EventKey, Kernel, MsgId, OnMisroute, Part, Priority,
+    Time, Wiring, World,
 };
 use std::collections::VecDeque;
 use via_abi::{EtherType, MacAddr};
@@ -73,9 +78,27 @@ pub struct Engine {
     pub releasing: Vec<Time>,
     pub max_held: usize,
     pub max_tx_busy: usize,
+    /// With `Setup::gec_inputs_placed`: inputs to the GEC one clock ahead, placed
+    /// instead of sent, for the card to hand the GEC after this event.
+    pub placed: Option<Vec<(EventKey, MacMsg)>>,
 }
 
 impl Engine {
+    /// Sends `msg` to the GEC `after` of its cycles, or places it (see `placed`).
+    fn send_gec(&mut self, after: Cycles, msg: MacMsg, ctx: &mut Ctx<'_, Sys>) {
+        match self.placed.as_mut() {
+            Some(out) if after == Cycles(1) => {
+                let place = EventKey {
+                    time: ctx.domain_of(self.gec).edge_after(ctx.now(), Cycles(1)),
+                    priority: Priority::NORMAL,
+                    sequence: ctx.reserve_sequence(),
+                };
+                out.push((place, msg));
+            }
+            _ => ctx.send_after(self.gec, after, msg.into()),
+        }
+    }
+
     fn handle(&mut self, msg: Sys, ctx: &mut Ctx<'_, Sys>, ram: &mut BufferRam) {
         match msg {
             Sys::Kick => self.pump(ctx, ram),
@@ -109,7 +132,7 @@ impl Engine {
                 if let Some(d) = self.release {
                     let at = ctx.domain_of(self.gec).edge_after(now, d);
                     self.releasing.push(at);
-                    ctx.send_after(self.gec, d, MacMsg::GecRxRelease { slot }.into());
+                    self.send_gec(d, MacMsg::GecRxRelease { slot }, ctx);
                 } else {
                     self.held.push(slot);
                 }
@@ -137,14 +160,14 @@ impl Engine {
             let busy = usize::from(self.layout.tx_slots) - self.free.len();
             self.max_tx_busy = self.max_tx_busy.max(busy);
             let len = u32::try_from(bytes.len()).unwrap();
-            ctx.send(self.gec, MacMsg::GecTransmit { slot, len, msg }.into());
+            self.send_gec(Cycles(1), MacMsg::GecTransmit { slot, len, msg }, ctx);
         }
     }
 
     /// Gives every held slot back now (for tests that release late).
     pub fn release_all(&mut self, ctx: &mut Ctx<'_, Sys>) {
         for slot in std::mem::take(&mut self.held) {
-            ctx.send(self.gec, MacMsg::GecRxRelease { slot }.into());
+            self.send_gec(Cycles(1), MacMsg::GecRxRelease { slot }, ctx);
         }
     }
 }
@@ -152,7 +175,8 @@ impl Engine {
 #[allow(clippy::large_enum_variant)]
 pub enum Node {
     Bus(Box<PciBus>),
-    Gec(Box<Gec>, usize),
+    /// The GEC of card `.0` (kept in its [`CardStore`]).
+    Gec(usize),
     DpBus(Box<Dp83820Bus>),
     DpMac(Box<Dp83820Mac>),
     Engine(Engine, usize),
@@ -168,16 +192,42 @@ pub struct CardIds {
     pub engine: ComponentId,
 }
 
-impl Part<Sys, Vec<BufferRam>> for Node {
-    fn take(&mut self, msg: Sys, ctx: &mut Ctx<'_, Sys>, rams: &mut Vec<BufferRam>) -> Option<Sys> {
+/// A card's storage: its buffer RAM and its GEC.
+pub struct CardStore {
+    pub ram: BufferRam,
+    pub gec: Box<Gec>,
+    pub gec_id: ComponentId,
+}
+
+impl Part<Sys, Vec<CardStore>> for Node {
+    fn take(
+        &mut self,
+        msg: Sys,
+        ctx: &mut Ctx<'_, Sys>,
+        cards: &mut Vec<CardStore>,
+    ) -> Option<Sys> {
         match (self, msg) {
             (Node::Bus(b), Sys::Pci(m)) => b.handle(m, ctx, None),
-            (Node::Gec(g, c), Sys::Pci(m)) => g.handle_pci(m, ctx, &mut rams[*c]),
-            (Node::Gec(g, c), Sys::Mac(m)) => g.handle_mac(m, ctx, &mut rams[*c]),
+            (Node::Gec(c), Sys::Pci(m)) => {
+                let s = &mut cards[*c];
+                s.gec.handle_pci(m, ctx, &mut s.ram);
+            }
+            (Node::Gec(c), Sys::Mac(m)) => {
+                let s = &mut cards[*c];
+                s.gec.handle_mac(m, ctx, &mut s.ram);
+            }
             (Node::DpBus(d), Sys::Pci(m)) => d.handle_pci(m, ctx),
             (Node::DpBus(d), Sys::Mac(m)) => d.handle_mac(m, ctx),
             (Node::DpMac(d), Sys::Mac(m)) => d.handle(m, ctx),
-            (Node::Engine(e, c), m) => e.handle(m, ctx, &mut rams[*c]),
+            (Node::Engine(e, c), m) => {
+                let s = &mut cards[*c];
+                e.handle(m, ctx, &mut s.ram);
+                if let Some(placed) = e.placed.as_mut() {
+                    for (place, msg) in placed.drain(..) {
+                        s.gec.take_engine_input(s.gec_id, place, msg, ctx);
+                    }
+                }
+            }
             (_, m) => return Some(m),
         }
         None
@@ -187,7 +237,7 @@ impl Part<Sys, Vec<BufferRam>> for Node {
 /// The two cards: their components wired by id (strict: a message of the wrong kind
 /// fails the test; the store is each card's buffer RAM) and each card's ids.
 pub struct Cards {
-    pub wiring: Wiring<Node, Vec<BufferRam>>,
+    pub wiring: Wiring<Node, Vec<CardStore>>,
     pub ids: Vec<CardIds>,
 }
 
@@ -205,10 +255,10 @@ impl Cards {
         }
     }
     pub fn gec(&self, card: usize) -> &Gec {
-        match self.wiring.get(self.ids[card].gec) {
-            Some(Node::Gec(g, _)) => g,
-            _ => unreachable!(),
-        }
+        &self.wiring.store[card].gec
+    }
+    pub fn gec_mut(&mut self, card: usize) -> &mut Gec {
+        &mut self.wiring.store[card].gec
     }
     pub fn dpb(&self, card: usize) -> &Dp83820Bus {
         match self.wiring.get(self.ids[card].dpb) {
@@ -253,6 +303,9 @@ pub struct Setup {
     /// RX release delay of both engines [core cycles]; `None`: never.
     pub release: Option<Cycles>,
     pub trace: bool,
+    /// The engine stand-ins place their inputs to the GEC one clock ahead instead of
+    /// sending them, and the card hands them to the GEC (`Gec::take_engine_input`).
+    pub gec_inputs_placed: bool,
 }
 
 impl Default for Setup {
@@ -265,6 +318,7 @@ impl Default for Setup {
             gige: GigeParams::default(),
             release: Some(Cycles(1)),
             trace: false,
+            gec_inputs_placed: false,
         }
     }
 }
@@ -342,14 +396,19 @@ pub fn two_cards(s: &Setup) -> (Kernel<Sys>, Cards) {
             releasing: Vec::new(),
             max_held: 0,
             max_tx_busy: 0,
+            placed: s.gec_inputs_placed.then(Vec::new),
         };
         // Registration order: bus, gec, dpb, dpm, engine (as the ids above).
         wiring.place(id.bus, Node::Bus(Box::new(bus)));
-        wiring.place(id.gec, Node::Gec(Box::new(gec), c));
+        wiring.place(id.gec, Node::Gec(c));
         wiring.place(id.dpb, Node::DpBus(Box::new(dpb)));
         wiring.place(id.dpm, Node::DpMac(Box::new(dpm)));
         wiring.place(id.engine, Node::Engine(engine, c));
-        wiring.store.push(BufferRam::new(s.layout.clone()).unwrap());
+        wiring.store.push(CardStore {
+            ram: BufferRam::new(s.layout.clone()).unwrap(),
+            gec: Box::new(gec),
+            gec_id: id.gec,
+        });
         k.post(id.gec, Time::ZERO, Sys::Mac(MacMsg::GecInit));
     }
     (k, Cards { wiring, ids })

@@ -34,7 +34,7 @@ use crate::msg::{NicMsg, ReqId};
 use gige_mac::MacMsg;
 use pci_model::{DmaDirection, DmaJob, PciMsg};
 use sim_kernel::fsm::TransitionSink;
-use sim_kernel::{ClockDomain, Ctx, Cycles, MsgId, Priority, Time, Transition};
+use sim_kernel::{ClockDomain, Ctx, Cycles, EventKey, MsgId, Priority, Time, Transition};
 use via_abi::{MemHandle, ProtectionTag};
 
 /// The message bounds of the engine's handlers: a system message type that wraps the
@@ -281,8 +281,16 @@ impl Io {
     }
 
     /// Applies the actions to the kernel, in order (the engine's dispatcher). The outbox
-    /// is empty afterwards.
-    pub fn apply<M: EngineMsg>(&mut self, ports: &EnginePorts, ctx: &mut Ctx<'_, M>) {
+    /// is empty afterwards. With `placed`, an untraced `GecTransmit` or `GecRxRelease`
+    /// one GEC clock ahead is not sent: its place is reserved where its push would have
+    /// taken it and it goes into `placed`, for the system to hand the GEC
+    /// (`gige_mac::Gec::take_engine_input`).
+    pub fn apply<M: EngineMsg>(
+        &mut self,
+        ports: &EnginePorts,
+        ctx: &mut Ctx<'_, M>,
+        mut placed: Option<&mut Vec<(EventKey, MacMsg)>>,
+    ) {
         let me = ctx.me();
         for a in self.actions.drain(..) {
             match a {
@@ -343,7 +351,24 @@ impl Io {
                 Action::WakeAfter { after, prio, wake } => {
                     ctx.wake_after_with(after, prio, NicMsg::Engine(wake).into());
                 }
-                Action::ToGec { after, msg } => ctx.send_after(ports.gec, after, msg.into()),
+                Action::ToGec { after, msg } => match placed.as_deref_mut() {
+                    Some(out)
+                        if after == Cycles(1)
+                            && !self.traced
+                            && matches!(
+                                msg,
+                                MacMsg::GecTransmit { .. } | MacMsg::GecRxRelease { .. }
+                            ) =>
+                    {
+                        let place = EventKey {
+                            time: self.gec.edge_after(ctx.now(), Cycles(1)),
+                            priority: Priority::NORMAL,
+                            sequence: ctx.reserve_sequence(),
+                        };
+                        out.push((place, msg));
+                    }
+                    _ => ctx.send_after(ports.gec, after, msg.into()),
+                },
                 Action::ToBus { after, msg } => ctx.send_after(ports.bus, after, msg.into()),
                 Action::Span {
                     msg,

@@ -155,6 +155,11 @@ pub struct Engine {
     /// The outbox of the last message (applied, empty: its clock domains and action
     /// vector), reused by the next; boxed, so handing it out and back moves a pointer.
     io: Option<Box<Io>>,
+    /// Whether its untraced `GecTransmit` and `GecRxRelease` go to the system with
+    /// their places instead of being sent ([`Engine::set_gec_inputs_placed`]).
+    gec_inputs_placed: bool,
+    /// Those of the last message, for the system to hand the GEC.
+    gec_inputs: Vec<(sim_kernel::EventKey, MacMsg)>,
 }
 
 impl Engine {
@@ -195,6 +200,8 @@ impl Engine {
             retx: RetxTimer::default(),
             fifo_traced: (0, 0),
             io: None,
+            gec_inputs_placed: false,
+            gec_inputs: Vec::new(),
         })
     }
 
@@ -252,6 +259,21 @@ impl Engine {
             && self.completion.jobs.is_empty()
     }
 
+    /// Untraced, its `GecTransmit` and `GecRxRelease` (one GEC clock ahead) are not
+    /// sent: each one's place is reserved where its push would have taken it, and the
+    /// system hands it to the GEC right after the engine's event
+    /// ([`Engine::gec_inputs`], `gige_mac::Gec::take_engine_input`), which takes it
+    /// there and then if nothing can reach the GEC first, else queues it at its place.
+    pub fn set_gec_inputs_placed(&mut self, on: bool) {
+        self.gec_inputs_placed = on;
+    }
+
+    /// The GEC inputs of the last message with their places, in the order sent
+    /// ([`Engine::set_gec_inputs_placed`]): the system drains them after each event.
+    pub fn gec_inputs(&mut self) -> &mut Vec<(sim_kernel::EventKey, MacMsg)> {
+        &mut self.gec_inputs
+    }
+
     /// Handles a `pci-model` message: BAR accesses from the system bus, DMA completions.
     pub fn on_pci<M: EngineMsg>(&mut self, msg: PciMsg, ctx: &mut Ctx<'_, M>, ram: &mut BufferRam) {
         let mut io = self.begin(ctx);
@@ -292,7 +314,8 @@ impl Engine {
 
     /// Applies the outbox to the kernel, in order.
     fn finish<M: EngineMsg>(&mut self, mut io: Box<Io>, ctx: &mut Ctx<'_, M>) {
-        io.apply(&self.ports, ctx);
+        let placed = self.gec_inputs_placed.then_some(&mut self.gec_inputs);
+        io.apply(&self.ports, ctx, placed);
         if ctx.tracing() {
             let now = (self.send.tx.fifo.used, self.recv.front.fifo.used);
             if now.0 != self.fifo_traced.0 {

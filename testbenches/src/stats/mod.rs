@@ -81,10 +81,11 @@ pub fn of_system(sys: &System) -> Vec<Counter> {
                 ));
             }
             Comp::Att(n, a) => collect::att(&mut out, &format!("n{n}.card.att"), &a.stats()),
-            Comp::Gec(n, g) => {
+            Comp::Gec(n) => {
                 // With the reads the local bus answered from the buffer RAM for it.
-                let s = sys.gec_stats(*n).unwrap_or_else(|| g.stats().clone());
-                collect::gec(&mut out, &format!("n{n}.card.gec"), &s);
+                if let Some(s) = sys.gec_stats(*n) {
+                    collect::gec(&mut out, &format!("n{n}.card.gec"), &s);
+                }
             }
             Comp::LocalBus(n, b) => collect::bus(&mut out, &format!("n{n}.pci.local"), b.stats()),
             Comp::MacBus(n, _) | Comp::FoldedMacBus(n) => {

@@ -298,8 +298,12 @@ impl System {
                 att: id.att,
                 gec: id.gec,
             };
-            let engine =
+            let mut engine =
                 Engine::new(engine_params, ports, &layout).map_err(model("card.engine"))?;
+            // Untraced fast stepping: the engine's transmit and release requests reach
+            // the GEC in the engine's event where nothing can reach the GEC first
+            // (`Gec::take_engine_input`), the same events in the same order.
+            engine.set_gec_inputs_placed(dma_fold);
             let gec = Gec::new(
                 gec_params.clone(),
                 layout.clone(),
@@ -354,7 +358,7 @@ impl System {
             // same answers at the same instants in the same order.
             att.set_ahead(dma_fold);
             world.place(id.att, Comp::Att(n, Box::new(att)));
-            world.place(id.gec, Comp::Gec(n, Box::new(gec)));
+            world.place(id.gec, Comp::Gec(n));
             if dma_fold {
                 local
                     .fold_master_completions(mac_master)
@@ -398,6 +402,8 @@ impl System {
                 mem,
                 ram: BufferRam::new(layout.clone()).map_err(model("card buffers"))?,
                 mac_bus,
+                gec: Box::new(gec),
+                gec_id: id.gec,
             });
         }
         if let Some(sw) = switch_id {
@@ -534,7 +540,7 @@ impl System {
                     }
                     Comp::Engine(_, e) => e.stats().wrong_inputs,
                     Comp::Att(_, a) => a.stats().wrong_inputs,
-                    Comp::Gec(_, g) => g.stats().wrong_inputs,
+                    Comp::Gec(n) => self.gec(*n).map_or(0, |g| g.stats().wrong_inputs),
                     Comp::MacBus(_, m) => m.stats().wrong_inputs,
                     Comp::FoldedMacBus(n) => self.mac_bus(*n).map_or(0, |m| m.stats().wrong_inputs),
                     Comp::MacSide(_, m) => m.stats().wrong_inputs,

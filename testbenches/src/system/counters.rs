@@ -9,20 +9,28 @@
 use super::build::System;
 use super::world::Comp;
 use gige_mac::dp83820::Dp83820Bus;
-use gige_mac::gec::GecStats;
+use gige_mac::gec::{Gec, GecStats};
 use pci_model::DmaMaster;
 
 impl System {
+    /// The GEC of node `n` (kept in its node's storage).
+    #[must_use]
+    pub fn gec(&self, n: usize) -> Option<&Gec> {
+        self.world.store.get(n).map(|s| &*s.gec)
+    }
+
+    /// The GEC of node `n`, to change it (test hooks).
+    pub fn gec_mut(&mut self, n: usize) -> Option<&mut Gec> {
+        self.world.store.get_mut(n).map(|s| &mut *s.gec)
+    }
+
     /// The GEC's counters of node `n` with the local-bus reads the bus answered from
     /// the buffer RAM for it and the writes it stored there (`PciBus::fold_stats`): the
     /// counts of a run in which every read and write reached the GEC.
     #[must_use]
     pub fn gec_stats(&self, n: usize) -> Option<GecStats> {
         let ids = self.nodes.get(n)?;
-        let mut s = match self.world.get(ids.gec) {
-            Some(Comp::Gec(_, g)) => g.stats().clone(),
-            _ => return None,
-        };
+        let mut s = self.gec(n)?.stats().clone();
         if let Some(Comp::LocalBus(_, b)) = self.world.get(ids.local_bus) {
             let folded = b.fold_stats();
             s.target_reads += folded.reads;

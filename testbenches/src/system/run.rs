@@ -215,7 +215,9 @@ impl System {
                     let s = a.stats();
                     s.translations + s.registrations + s.deregistrations
                 }
-                Comp::Gec(_, g) => g.stats().tx_frames + g.stats().rx_frames,
+                Comp::Gec(n) => self
+                    .gec(*n)
+                    .map_or(0, |g| g.stats().tx_frames + g.stats().rx_frames),
                 Comp::MacSide(_, m) => {
                     let s = m.stats();
                     s.tx_frames + s.rx_good + s.rx_bad + s.rx_overflows
@@ -259,8 +261,10 @@ impl System {
                         ("RX FIFO overflows", s.rx_overflows),
                     ]
                 }
-                Comp::Gec(_, g) => {
-                    let s = g.stats();
+                Comp::Gec(n) => {
+                    let Some(s) = self.gec(*n).map(gige_mac::gec::Gec::stats) else {
+                        return Vec::new();
+                    };
                     vec![
                         ("transmissions failed", s.tx_failed),
                         ("transmissions refused", s.tx_refused),

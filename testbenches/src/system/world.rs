@@ -20,7 +20,7 @@ use nic_model::att::{AttManager, HostTablePort};
 use nic_model::engine::Engine;
 use nic_model::NicMsg;
 use pci_model::{DmaMaster, FoldedMaster, HostMemory, PciBus, PciMsg};
-use sim_kernel::{Ctx, Part, Wiring};
+use sim_kernel::{ComponentId, Ctx, Part, Wiring};
 
 /// Every message of the system: one variant per model crate.
 #[derive(Clone, Debug)]
@@ -72,8 +72,10 @@ pub enum Comp {
     Engine(usize, Box<Engine>),
     /// The ATT manager and card SDRAM.
     Att(usize, Box<AttManager>),
-    /// The GEC (FPGA side of the local bus).
-    Gec(usize, Box<Gec>),
+    /// The GEC (FPGA side of the local bus); it lives in its node's storage
+    /// ([`NodeStore::gec`]), where the engine's event may hand it an input
+    /// (`Gec::take_engine_input`).
+    Gec(usize),
     /// The card's local PCI bus.
     LocalBus(usize, Box<PciBus>),
     /// The DP83820, bus side.
@@ -99,6 +101,10 @@ pub struct NodeStore {
     /// The DP83820's bus side, when the local bus runs its completions
     /// ([`Comp::FoldedMacBus`]).
     pub mac_bus: Option<Box<Dp83820Bus>>,
+    /// The GEC ([`Comp::Gec`]).
+    pub gec: Box<Gec>,
+    /// The GEC's component id.
+    pub gec_id: ComponentId,
 }
 
 impl NodeStore {
@@ -110,9 +116,26 @@ impl NodeStore {
         self.ram.set_event(ctx.event_key());
         &mut self.ram
     }
+
+    /// Hands the GEC the inputs the engine's event placed instead of sending them
+    /// (`Engine::set_gec_inputs_placed`, `Gec::take_engine_input`), in the order sent.
+    #[inline]
+    fn hand_gec_inputs<M: From<PciMsg> + From<MacMsg>>(
+        &mut self,
+        e: &mut Engine,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let inputs = e.gec_inputs();
+        if inputs.is_empty() {
+            return;
+        }
+        for (place, msg) in inputs.drain(..) {
+            self.gec.take_engine_input(self.gec_id, place, msg, ctx);
+        }
+    }
 }
 
-/// All components and storage, by [`ComponentId`](sim_kernel::ComponentId): the system's [`Wiring`] (counting
+/// All components and storage, by [`ComponentId`]: the system's [`Wiring`] (counting
 /// misroutes: a run fails on any, `RunError::Misrouted`).
 pub type SystemWorld = Wiring<Comp, Vec<NodeStore>>;
 
@@ -138,11 +161,26 @@ impl Part<Msg, Vec<NodeStore>> for Comp {
             }
             (Comp::Dma(_, d), Msg::Pci(m)) => d.handle(m, ctx),
             (Comp::Att(_, a), Msg::Nic(m)) => a.handle(m, ctx),
-            (Comp::Engine(n, e), Msg::Pci(m)) => e.on_pci(m, ctx, nodes[*n].ram_in(ctx)),
-            (Comp::Engine(n, e), Msg::Nic(m)) => e.on_nic(m, ctx, nodes[*n].ram_in(ctx)),
-            (Comp::Engine(n, e), Msg::Mac(m)) => e.on_mac(m, ctx, nodes[*n].ram_in(ctx)),
-            (Comp::Gec(n, g), Msg::Mac(m)) => g.handle_mac(m, ctx, nodes[*n].ram_in(ctx)),
-            (Comp::Gec(n, g), Msg::Pci(m)) => g.handle_pci(m, ctx, nodes[*n].ram_in(ctx)),
+            (Comp::Engine(n, e), m) => {
+                let node = &mut nodes[*n];
+                match m {
+                    Msg::Pci(m) => e.on_pci(m, ctx, node.ram_in(ctx)),
+                    Msg::Nic(m) => e.on_nic(m, ctx, node.ram_in(ctx)),
+                    Msg::Mac(m) => e.on_mac(m, ctx, node.ram_in(ctx)),
+                    m @ Msg::Host(_) => return Some(m),
+                }
+                node.hand_gec_inputs(e, ctx);
+            }
+            (Comp::Gec(n), Msg::Mac(m)) => {
+                let node = &mut nodes[*n];
+                node.ram.set_event(ctx.event_key());
+                node.gec.handle_mac(m, ctx, &mut node.ram);
+            }
+            (Comp::Gec(n), Msg::Pci(m)) => {
+                let node = &mut nodes[*n];
+                node.ram.set_event(ctx.event_key());
+                node.gec.handle_pci(m, ctx, &mut node.ram);
+            }
             (Comp::MacBus(_, d), Msg::Pci(m)) => d.handle_pci(m, ctx),
             (Comp::MacBus(_, d), Msg::Mac(m)) => d.handle_mac(m, ctx),
             (Comp::FoldedMacBus(n), Msg::Pci(m)) => match nodes[*n].mac_bus.as_deref_mut() {
