@@ -416,7 +416,9 @@ impl<M> Kernel<M> {
     /// Queues for real every deferred entry whose place the run passes before its next
     /// event (or, that event beyond `until`, by `until`): each takes the next sequence
     /// number, as the event it was deferred for would have given it when handled there
-    /// (no event lies between that place and the next event, so no push either).
+    /// (no event lies between that place and the next event, so no push either). An
+    /// entry deferred through two places ([`Ctx::send_deferred_via`]) takes nothing at
+    /// its first: the next number goes to its second place, which it then waits for.
     #[cold]
     #[inline(never)]
     fn pass(&mut self, until: Time) {
@@ -633,8 +635,9 @@ impl<M> Ctx<'_, M> {
     /// component stops it ([`Ctx::stop`]): its time limit, or zero for a run with an
     /// event budget (which may end at any event) and outside a run
     /// ([`Kernel::call`]). A fold that changes a component's
-    /// state before the place of the event it skips (`pci_model`'s folded master) asks
-    /// it, so that no run ends between the two.
+    /// state before the place of the event it skips (`pci_model`'s folded master, the
+    /// ATT's translations computed ahead, the GEC's inputs taken in the engine's event)
+    /// asks it, so that no run ends between the two.
     #[must_use]
     pub fn horizon(&self) -> Time {
         self.kernel.horizon
@@ -855,7 +858,9 @@ impl<M> Ctx<'_, M> {
 
     /// Queues the wake-up `msg` at `place`, whose sequence number this component took
     /// with [`Ctx::reserve_sequence`] where it would have queued that wake-up and did
-    /// not (it might never be needed): the entry is the one that push would have made,
+    /// not (it might never be needed), or the kernel took for it (the second place of
+    /// [`Ctx::send_deferred_via`], from [`Ctx::deferred_place`]): the entry is the one
+    /// that push would have made,
     /// so every event keeps its place in the run's order. `place` must still be to come
     /// and lie on an edge of this component's domain.
     pub fn wake_at_place(&mut self, place: EventKey, msg: M) -> EventToken {

@@ -16,7 +16,8 @@
 //! have taken. Else the message is queued at `P` as sent (`Ctx::send_at_place`), the
 //! entry its send would have made. Traced runs and exact stepping never take an input
 //! this way. No component stops a run (`Ctx::stop`) between the engine's event and `P`,
-//! which the horizon does not cover (none in the system does).
+//! which the horizon does not cover (none in the system does). The GEC's debug logs
+//! (`tracing`) of an input taken this way come in the engine's event.
 //!
 //! Proof: the lockstep harness (`testbenches/tests/lockstep.rs`) compares runs with and
 //! without it; [`Gec::set_input_skew_cycles`] takes the inputs a clock late for the

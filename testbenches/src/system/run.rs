@@ -261,15 +261,13 @@ impl System {
                         ("RX FIFO overflows", s.rx_overflows),
                     ]
                 }
-                Comp::Gec(n) => {
-                    let Some(s) = self.gec(*n).map(gige_mac::gec::Gec::stats) else {
-                        return Vec::new();
-                    };
+                Comp::Gec(n) => self.gec(*n).map_or_else(Vec::new, |g| {
+                    let s = g.stats();
                     vec![
                         ("transmissions failed", s.tx_failed),
                         ("transmissions refused", s.tx_refused),
                     ]
-                }
+                }),
                 Comp::Engine(_, e) => {
                     let s = e.stats();
                     vec![

@@ -20,13 +20,16 @@
 //!   counted), with enough kept to rebuild its state at either place.
 //!
 //! The run must pass the last place (`Ctx::horizon`), so a run never ends in between
-//! and nothing outside reads the counters early. An input that reaches the manager
+//! and nothing outside reads the counters early (unless a component stops the run,
+//! `Ctx::stop`, which the horizon does not cover: none in the system does). An input that reaches the manager
 //! before the last place takes the translation back (`catch_up`): the state at the next
 //! place to come is rebuilt (the counters by what was counted ahead), the answer
 //! cancelled, and that place's wake-up queued
 //! where it would have been (`Ctx::wake_at_place`), with the L2 read's completion
 //! already computed (the controller has accounted for it). From there everything runs
-//! as without the fold. Proof: `att/tests/ahead.rs`.
+//! as without the fold. Debug logs (`tracing`) of a translation computed ahead come
+//! when it is computed, and again from the wake-ups if it is taken back. Proof:
+//! `att/tests/ahead.rs`.
 
 use super::{AttManager, AttState, Backend, InFlight, Io, Phase};
 use crate::att::translate::{check_l1, pieces_from_l2, L2Fetch, TranslateError, TranslateRequest};
@@ -57,9 +60,11 @@ pub(super) struct Ahead {
     msg: MsgId,
     t: TranslateRequest,
     reply_to: ComponentId,
-    /// The L1 read: address, length, tag (the L2 read's is the next), start.
+    /// The L1 read: address and length.
     l1: (u64, u64),
+    /// The L1 read's tag (the L2 read's is the next).
     tag: u64,
+    /// When the translation started (the L1 read was issued).
     started: Time,
     /// The L2 read issued at the first place, and its completion edge (accounted by
     /// the controller).
@@ -91,7 +96,9 @@ impl AttManager {
     /// Called by `issue` with an SDRAM read just issued, completing at `first` (its
     /// wake-up not queued yet): computes the translation to its answer if it is the
     /// L1 read of one that may be computed ahead, and returns whether it did (else the
-    /// caller queues the wake-up).
+    /// caller queues the wake-up). When the L2 read would complete past the horizon it
+    /// returns false having run that read through the controller: its completion is
+    /// kept in `access_done` for the first wake-up's `issue`.
     pub(super) fn try_ahead<M: From<NicMsg>>(&mut self, first: Time, ctx: &mut Ctx<'_, M>) -> bool {
         let horizon = ctx.horizon();
         if !self.queue.is_empty() || self.flip.is_some() || ctx.tracing() || first > horizon {
