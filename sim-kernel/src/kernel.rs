@@ -865,18 +865,7 @@ impl<M> Ctx<'_, M> {
     /// and lie on an edge of this component's domain.
     pub fn wake_at_place(&mut self, place: EventKey, msg: M) -> EventToken {
         let me = self.me;
-        let k = &mut *self.kernel;
-        debug_assert!(
-            crate::queue::pack(place.time, place.priority, place.sequence) > k.current,
-            "a wake-up placed in the past"
-        );
-        debug_assert_eq!(
-            k.clock_of(me).edge_at_or_after(place.time),
-            place.time,
-            "a wake-up off its domain's edge"
-        );
-        k.queue
-            .push_reserved(place.time, place.priority, place.sequence, me, msg)
+        self.send_at_place(me, place, msg)
     }
 
     /// Queues `msg` for `to` at `place`, whose sequence number this component took with

@@ -534,7 +534,7 @@ impl AttManager {
         let wake = match &mut self.backend {
             Backend::Card(card) => Some(match self.access_done.take() {
                 Some(at) => at,
-                None => Self::card_access(card, &io, ctx),
+                None => Self::card_access_at(card, &io, now, ctx),
             }),
             Backend::Host { port } => {
                 let me = ctx.me();
@@ -569,12 +569,6 @@ impl AttManager {
                 ctx.wake_at(at, NicMsg::AttSdramDone { tag }.into());
             }
         }
-    }
-
-    /// Runs `io` through the SDRAM controller as an access issued now: the edge on which
-    /// the manager wakes for its completion.
-    fn card_access<M>(card: &mut CardSdram, io: &Io, ctx: &Ctx<'_, M>) -> Time {
-        Self::card_access_at(card, io, ctx.now(), ctx)
     }
 
     /// Runs `io` through the SDRAM controller as an access issued on the edge `now`:

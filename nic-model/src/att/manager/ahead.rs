@@ -73,6 +73,45 @@ pub(super) struct Ahead {
     refused: bool,
 }
 
+impl Ahead {
+    /// The L1 read in flight, as the translation's start left it.
+    fn l1_read(&self) -> InFlight {
+        InFlight {
+            phase: Phase::TranslateL1 {
+                req: self.req,
+                msg: self.msg,
+                t: self.t,
+                reply_to: self.reply_to,
+            },
+            io: Io::Read {
+                addr: self.l1.0,
+                len: self.l1.1,
+            },
+            tag: self.tag,
+            started: self.started,
+        }
+    }
+
+    /// The L2 read of `fetch` in flight, as the first wake-up left it.
+    fn l2_read(&self, fetch: L2Fetch) -> InFlight {
+        InFlight {
+            phase: Phase::TranslateL2 {
+                req: self.req,
+                msg: self.msg,
+                t: self.t,
+                reply_to: self.reply_to,
+                fetch,
+            },
+            io: Io::Read {
+                addr: u64::from(fetch.addr),
+                len: fetch.bytes(),
+            },
+            tag: self.tag.wrapping_add(1),
+            started: self.first.time,
+        }
+    }
+}
+
 impl AttManager {
     /// Lets a card ATT compute a translation ahead (see the module docs): the same
     /// answers at the same instants and in the same order, two wake-ups fewer. For
@@ -213,13 +252,6 @@ impl AttManager {
         } else {
             self.stats.translations -= 1;
         }
-        let Ahead {
-            req,
-            msg,
-            t,
-            reply_to,
-            ..
-        } = a;
         let (current, state) = match a.l2 {
             Some((fetch, done)) if place == a.first => {
                 self.ahead_counts.taken_back_first += 1;
@@ -227,47 +259,17 @@ impl AttManager {
                 self.stats.l2_entries_read -= u64::from(fetch.count);
                 self.next_tag = self.next_tag.wrapping_sub(1);
                 self.access_done = Some(done);
-                (None, AttState::ReadL1)
+                (a.l1_read(), AttState::ReadL1)
             }
             Some((fetch, _)) => {
                 self.ahead_counts.taken_back_second += 1;
-                let io = Io::Read {
-                    addr: u64::from(fetch.addr),
-                    len: fetch.bytes(),
-                };
-                let l2 = InFlight {
-                    phase: Phase::TranslateL2 {
-                        req,
-                        msg,
-                        t,
-                        reply_to,
-                        fetch,
-                    },
-                    io,
-                    tag: a.tag.wrapping_add(1),
-                    started: a.first.time,
-                };
-                (Some(l2), AttState::ReadL2)
+                (a.l2_read(fetch), AttState::ReadL2)
             }
             None => {
                 self.ahead_counts.taken_back_first += 1;
-                (None, AttState::ReadL1)
+                (a.l1_read(), AttState::ReadL1)
             }
         };
-        let current = current.unwrap_or(InFlight {
-            phase: Phase::TranslateL1 {
-                req,
-                msg,
-                t,
-                reply_to,
-            },
-            io: Io::Read {
-                addr: a.l1.0,
-                len: a.l1.1,
-            },
-            tag: a.tag,
-            started: a.started,
-        });
         debug_assert!(
             state == AttState::ReadL2 || place == a.first,
             "a one-place answer past its place"
