@@ -139,7 +139,15 @@ impl ClockDomain {
     /// [`crate::Ctx::send_at`]; `earliest` = 0 is [`crate::Ctx::send`]).
     #[must_use]
     pub fn landing(&self, now: Time, earliest: Time) -> Time {
-        let floor = self.edge_after(now, Cycles(1));
+        self.landing_after(now, Cycles(1), earliest)
+    }
+
+    /// [`ClockDomain::landing`] at least `min_cycles` (at least one) cycles after the
+    /// first edge at or after `now` (the kernel's rule for [`crate::Ctx::send_after`]
+    /// with `earliest` = 0).
+    #[must_use]
+    pub fn landing_after(&self, now: Time, min_cycles: Cycles, earliest: Time) -> Time {
+        let floor = self.edge_after(now, Cycles(min_cycles.0.max(1)));
         if earliest <= floor {
             floor
         } else {

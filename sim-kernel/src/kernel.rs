@@ -679,6 +679,29 @@ impl<M> Ctx<'_, M> {
         self.defer(to, at, prio, msg, pass, None)
     }
 
+    /// [`Ctx::send_deferred`] with normal priority for a message sent by a component
+    /// whose event at instant `from` (not before now) is not queued: it lands where a
+    /// send at `from` would have landed, on `to`'s first edge at or after `earliest`,
+    /// at least `min_cycles` (at least one) of its cycles after its first edge at or
+    /// after `from` ([`ClockDomain::landing_after`]; `earliest` = 0 for
+    /// [`Ctx::send_after`]'s rule, `min_cycles` = 1 for [`Ctx::send_at`]'s). A fold's
+    /// port for the component whose event it runs sends through this.
+    pub fn send_deferred_from(
+        &mut self,
+        to: ComponentId,
+        from: Time,
+        min_cycles: Cycles,
+        earliest: Time,
+        msg: M,
+        pass: EventKey,
+    ) -> EventToken {
+        let at = self
+            .kernel
+            .clock_of(to)
+            .landing_after(from, min_cycles, earliest);
+        self.defer(to, at, Priority::NORMAL, msg, pass, None)
+    }
+
     /// Like [`Ctx::send_deferred`] for a message that the event which is not queued at
     /// `pass` would not have sent itself: it would have queued a wake-up of its
     /// component at `then` (instant, priority), and that wake-up's event would have

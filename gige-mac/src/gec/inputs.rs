@@ -89,15 +89,13 @@ impl<M> GecCtx<M> for AtPlace<'_, '_, M> {
     }
 
     fn send(&mut self, to: ComponentId, msg: M) {
-        let land = self.ctx.domain_of(to).edge_after(self.at, Cycles(1));
         self.ctx
-            .send_deferred(to, land, Priority::NORMAL, msg, self.place);
+            .send_deferred_from(to, self.at, Cycles(1), Time::ZERO, msg, self.place);
     }
 
     fn wake_at(&mut self, at: Time, msg: M) {
-        let land = self.ctx.domain_of(self.me).landing(self.at, at);
         self.ctx
-            .send_deferred(self.me, land, Priority::NORMAL, msg, self.place);
+            .send_deferred_from(self.me, self.at, Cycles(1), at, msg, self.place);
     }
 }
 

@@ -98,32 +98,22 @@ impl<M: From<PciMsg>> FoldPort<M> for Port<'_, '_, M> {
     }
 
     fn send(&mut self, to: ComponentId, n: Cycles, msg: M) {
-        let land = self
-            .ctx
-            .domain_of(to)
-            .edge_after(self.at, Cycles(n.0.max(1)));
         self.ctx
-            .send_deferred(to, land, Priority::NORMAL, msg, self.pass);
+            .send_deferred_from(to, self.at, n, Time::ZERO, msg, self.pass);
     }
 
     fn wake_at(&mut self, at: Time, msg: M) {
-        let land = self.ctx.domain_of(self.me).landing(self.at, at);
         self.ctx
-            .send_deferred(self.me, land, Priority::NORMAL, msg, self.pass);
+            .send_deferred_from(self.me, self.at, Cycles(1), at, msg, self.pass);
     }
 
     fn request(&mut self, req: BusRequest) {
         if req.is_refused() {
             // Refused where it lands, as the reference's message is.
             let bus = self.ctx.me();
-            let land = self.ctx.domain_of(bus).edge_after(self.at, Cycles(1));
-            self.ctx.send_deferred(
-                bus,
-                land,
-                Priority::NORMAL,
-                PciMsg::Request(req).into(),
-                self.pass,
-            );
+            let msg = PciMsg::Request(req).into();
+            self.ctx
+                .send_deferred_from(bus, self.at, Cycles(1), Time::ZERO, msg, self.pass);
             return;
         }
         let done = self.bus.fold_request(req, self.arrival);

@@ -117,6 +117,13 @@ impl NodeStore {
         &mut self.ram
     }
 
+    /// The GEC and the buffer RAM for the handler of the GEC's event `ctx` delivers (the
+    /// RAM told that event's key, as in [`NodeStore::ram_in`]).
+    fn gec_in<M>(&mut self, ctx: &Ctx<'_, M>) -> (&mut Gec, &mut BufferRam) {
+        self.ram.set_event(ctx.event_key());
+        (&mut self.gec, &mut self.ram)
+    }
+
     /// Hands the GEC the inputs the engine's event placed instead of sending them
     /// (`Engine::set_gec_inputs_placed`, `Gec::take_engine_input`), in the order sent.
     #[inline]
@@ -172,14 +179,12 @@ impl Part<Msg, Vec<NodeStore>> for Comp {
                 node.hand_gec_inputs(e, ctx);
             }
             (Comp::Gec(n), Msg::Mac(m)) => {
-                let node = &mut nodes[*n];
-                node.ram.set_event(ctx.event_key());
-                node.gec.handle_mac(m, ctx, &mut node.ram);
+                let (gec, ram) = nodes[*n].gec_in(ctx);
+                gec.handle_mac(m, ctx, ram);
             }
             (Comp::Gec(n), Msg::Pci(m)) => {
-                let node = &mut nodes[*n];
-                node.ram.set_event(ctx.event_key());
-                node.gec.handle_pci(m, ctx, &mut node.ram);
+                let (gec, ram) = nodes[*n].gec_in(ctx);
+                gec.handle_pci(m, ctx, ram);
             }
             (Comp::MacBus(_, d), Msg::Pci(m)) => d.handle_pci(m, ctx),
             (Comp::MacBus(_, d), Msg::Mac(m)) => d.handle_mac(m, ctx),
