@@ -207,6 +207,16 @@ impl HostBridge {
         }
     }
 
+    /// Whether every posted write that commits at or before `t` is a lazy one (queued
+    /// in host memory with no watch over it: its commit tells nobody, see
+    /// [`HostBridge::post`]).
+    pub(crate) fn commits_lazy_through(&self, t: Time) -> bool {
+        self.posted
+            .iter()
+            .take_while(|p| p.commit_at <= t)
+            .all(|p| p.lazy)
+    }
+
     /// When the next posted write commits.
     pub(crate) fn next_commit(&self) -> Option<Time> {
         self.posted.front().map(|p| p.commit_at)

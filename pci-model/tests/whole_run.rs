@@ -7,7 +7,9 @@
 //! not) must give what per-clock stepping gives: every message the masters receive with
 //! its instant, the bus counters, the transaction log (clocks and data) and the device's
 //! bytes (what its `TargetWrite`s wrote). A transaction applied a clock late
-//! (`PciBus::set_whole_skew_clocks`) must be caught. (Transactions through the host
+//! (`PciBus::set_whole_skew_clocks`) must be caught, and so must a start applied at once
+//! (`bus/start.rs`: the clocks up to a parked master's address phase) a clock late
+//! (`PciBus::set_start_skew_clocks`). (Transactions through the host
 //! bridge are covered by `fast_path.rs`, `lazy_commit.rs` and `retry_loop.rs`, folded
 //! reads by `ram_fold.rs`.)
 
@@ -33,7 +35,15 @@ struct Outcome {
     device: Vec<u8>,
 }
 
-fn scenario(seed: u64, stepping: Stepping, trace: bool, skew: u64) -> Outcome {
+/// A test hook's skew: transactions applied whole end late, or starts applied at once
+/// come late, by this many clocks.
+#[derive(Clone, Copy, Debug, Default)]
+struct Skew {
+    whole: u64,
+    start: u64,
+}
+
+fn scenario(seed: u64, stepping: Stepping, trace: bool, skew: Skew) -> Outcome {
     let mut r = SplitMix64::new(seed);
     let wide = r.below(2) == 1;
     let bus = BusParams {
@@ -56,7 +66,9 @@ fn scenario(seed: u64, stepping: Stepping, trace: bool, skew: u64) -> Outcome {
         supports_64bit: r.below(2) == 0,
     };
     let device = s.device(DEV, DEV_BYTES as usize, r.below(20), profile);
-    s.w.bus_mut(s.bus).unwrap().set_whole_skew_clocks(skew);
+    let bus = s.w.bus_mut(s.bus).unwrap();
+    bus.set_whole_skew_clocks(skew.whole);
+    bus.set_start_skew_clocks(skew.start);
     // Master a: a train of requests, some close enough to queue behind each other;
     // master b: now and then one of its own.
     let n = 1 + r.below(12);
@@ -112,10 +124,11 @@ proptest! {
 
     #[test]
     fn whole_transactions_equal_per_clock(seed in any::<u64>()) {
-        let reference = scenario(seed, Stepping::PerClock, false, 0);
-        let fast = scenario(seed, Stepping::FastForward, false, 0);
+        let none = Skew::default();
+        let reference = scenario(seed, Stepping::PerClock, false, none);
+        let fast = scenario(seed, Stepping::FastForward, false, none);
         prop_assert_eq!(&fast, &reference);
-        let traced = scenario(seed, Stepping::FastForward, true, 0);
+        let traced = scenario(seed, Stepping::FastForward, true, none);
         prop_assert_eq!(&traced, &reference);
     }
 }
@@ -124,11 +137,32 @@ proptest! {
 /// scenario applies one whole).
 #[test]
 fn a_whole_transaction_one_clock_late_is_caught() {
+    let skew = Skew {
+        whole: 1,
+        ..Skew::default()
+    };
     let caught = (0..16u64)
         .filter(|&seed| {
-            scenario(seed, Stepping::FastForward, false, 1)
-                != scenario(seed, Stepping::PerClock, false, 0)
+            scenario(seed, Stepping::FastForward, false, skew)
+                != scenario(seed, Stepping::PerClock, false, Skew::default())
         })
         .count();
     assert!(caught >= 8, "caught in {caught} of 16 seeds");
+}
+
+/// A start applied at once a clock late is caught (in some of a few seeds: a start is
+/// applied at once only with GNT# parked on its master).
+#[test]
+fn a_start_one_clock_late_is_caught() {
+    let skew = Skew {
+        start: 1,
+        ..Skew::default()
+    };
+    let caught = (0..16u64)
+        .filter(|&seed| {
+            scenario(seed, Stepping::FastForward, false, skew)
+                != scenario(seed, Stepping::PerClock, false, Skew::default())
+        })
+        .count();
+    assert!(caught >= 4, "caught in {caught} of 16 seeds");
 }

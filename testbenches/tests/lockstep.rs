@@ -10,14 +10,17 @@
 //! CI runs both operations at 4, 1460, 1461 and 4096 bytes on every preset and 65536
 //! bytes on the default one, plus random configurations; `HVIA_LOCKSTEP_LONG=1 cargo
 //! test --release -p testbenches --test lockstep` adds 65536 bytes on every preset and
-//! more random cases. Eight tests break a fast path by one clock on purpose (the poll
+//! more random cases. Twelve tests break a fast path by one clock on purpose (the poll
 //! fast path; the PCI bus's untraced look-ahead for a device transaction and for a
 //! delayed read's retry loop; a lazily committed DMA write; the local bus's answer to a
 //! DP83820 read from the buffer RAM, the GEC read fold; Retry attempts applied as a
-//! whole; a transaction applied whole; the card's DMA master folded into its system
-//! bus, its requests landing late) and one breaks the bus's deferral of requests
-//! (every request deferred, not only one behind another of its master's), and each
-//! checks that it is caught. The GEC's counters are compared with the reads its bus
+//! whole; a transaction applied whole; the clocks up to a parked master's address
+//! phase applied at once; the card's DMA master folded into its system bus, its
+//! requests landing late; the DP83820's completions run by its local bus; a translation
+//! the card ATT computes ahead; the engine's inputs the GEC takes in the engine's
+//! event), one breaks the bus's deferral of requests (every request deferred, not only
+//! one behind another of its master's) and one puts the GEC write fold's stored writes
+//! a hundred clocks late, and each checks that it is caught. The GEC's counters are compared with the reads its bus
 //! answered for it added.
 //!
 //! MPI runs wait in `VipCQWait`, a poll over several words that the fast mode parks:
@@ -153,6 +156,9 @@ struct Skew {
     /// A transaction applied whole (untraced, on either bus) ending this many clocks
     /// late.
     whole: u64,
+    /// The clocks up to an address phase applied at once (untraced, on either bus)
+    /// starting the transaction this many clocks late.
+    start: u64,
     /// Every request landing while the bus has a wake-up queued is queued without
     /// stepping up to it and without a new wake-up, not only those behind another of
     /// their master's (untraced, on either bus).
@@ -190,6 +196,7 @@ fn break_fast_paths(sys: &mut System, skew: Skew) {
             b.set_lazy_commit_skew_clocks(skew.commit);
             b.set_retry_run_skew_clocks(skew.retry_run);
             b.set_whole_skew_clocks(skew.whole);
+            b.set_start_skew_clocks(skew.start);
             if skew.defer_any {
                 b.set_deferral(Deferral::Any);
             }
@@ -440,6 +447,22 @@ fn a_transaction_applied_whole_one_clock_late_is_caught() {
     assert!(
         caught(&cfg, 1460, skew),
         "transactions applied whole one clock late went unnoticed"
+    );
+}
+
+/// The clocks up to an address phase applied at once (untraced fast stepping, both
+/// buses: a parked master's turnaround, idle clocks and start) that start the
+/// transaction one clock late are caught.
+#[test]
+fn a_start_applied_one_clock_late_is_caught() {
+    let cfg = preset("hvia-ge");
+    let skew = Skew {
+        start: 1,
+        ..Skew::default()
+    };
+    assert!(
+        caught(&cfg, 1460, skew),
+        "starts applied one clock late went unnoticed"
     );
 }
 

@@ -228,6 +228,15 @@ impl PciBus {
         // says; another may start as soon as its REQ# line is on (the first one's
         // transaction can end early, in a Retry, without an output).
         let first_start = self.first_start_after(c);
+        // The master that starts first is the only one with work (the common case): no
+        // other's line to consider.
+        if let Some((k, s)) = first_start.filter(|&(_, s)| !self.others_queued(s)) {
+            if let Some(q) = self.masters.get(s).and_then(|p| p.queue.front()) {
+                return k
+                    .saturating_add(self.silent_clocks_after_start(s, q))
+                    .saturating_sub(c + 1);
+            }
+        }
         self.masters
             .iter()
             .enumerate()

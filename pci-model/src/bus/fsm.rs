@@ -259,6 +259,31 @@ impl PciBus {
         }
     }
 
+    /// Clock `c` of a quiet bus (idle, nothing queued, GNT# stable: `idle_quiescent`)
+    /// in which a posted write commits, as [`PciBus::step`] steps it (fast stepping):
+    /// the commit and its watchers told, nobody starts, an idle clock, the arbiter with
+    /// every REQ# line off.
+    pub(super) fn quiet_commit<M: From<PciMsg>>(
+        &mut self,
+        c: u64,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut Option<&mut HostMemory>,
+    ) {
+        debug_assert!(self.idle_quiescent(), "a quiet commit clock on a busy bus");
+        let t_c = self.edge(c);
+        if let Some(b) = self.bridge.as_mut() {
+            b.commit_due(t_c, mem);
+            if let Some(m) = mem.as_deref_mut().filter(|m| m.has_hits()) {
+                for who in m.drain_hits() {
+                    ctx.send(who, PciMsg::WatchedWrite { at: t_c }.into());
+                }
+            }
+        }
+        self.stats.cycles += 1;
+        self.stats.idle_cycles += 1;
+        self.arb.step_no_requests(true);
+    }
+
     /// Decides the bus activity of clock `c`.
     /// `gnt_req`: the master granted in the previous clock (`gnt_prev`) had REQ# on.
     #[inline(always)]

@@ -39,6 +39,27 @@ impl PciBus {
             && self.turnaround_follows(c)
     }
 
+    /// Applies the turnaround clock `k` that [`PciBus::turnaround_is_fixed`] found, as
+    /// the per-clock function steps it when no watcher of host memory waits to be told:
+    /// FRAME# and IRDY# released (the bus idle in it), every REQ# line off (the arbiter
+    /// sees no request: a grant that is not parked goes), one idle clock. Debug builds
+    /// compare it with a copy of the bus stepped through the clock (`whole.rs`).
+    pub(super) fn apply_turnaround<M: From<crate::msg::PciMsg>>(
+        &mut self,
+        k: u64,
+        ctx: &mut sim_kernel::Ctx<'_, M>,
+    ) {
+        debug_assert_eq!(self.clk_next, k, "a turnaround applied out of turn");
+        #[cfg(debug_assertions)]
+        let reference = self.stepped_copy(k, k, ctx);
+        self.phase.set(BusPhase::Idle, ctx);
+        self.stats.cycles += 1;
+        self.stats.idle_cycles += 1;
+        self.arb.step_no_requests(true);
+        #[cfg(debug_assertions)]
+        self.check_whole(reference, &[], k, k);
+    }
+
     /// With clock `c` stepped: the clock after it is a turnaround after a transaction
     /// with nothing queued behind it and no commit due, which no input can change. A
     /// request queued to land later (a folded DMA master's, `dma_fold.rs`, or a folded

@@ -57,6 +57,7 @@ mod lookahead;
 mod retry;
 mod retry_run;
 mod settle;
+mod start;
 pub mod tenure;
 mod whole;
 pub(crate) mod words;
@@ -292,6 +293,9 @@ pub struct PciBus {
     /// Test hook: clocks a transaction applied whole ends late (see
     /// [`PciBus::set_whole_skew_clocks`]); 0 in every real run.
     whole_skew: u64,
+    /// Test hook: clocks a start applied at once comes late (see
+    /// [`PciBus::set_start_skew_clocks`]); 0 in every real run.
+    start_skew: u64,
     /// Which requests are queued without stepping up to them (see
     /// [`PciBus::set_deferral`]); [`Deferral::Behind`] in every real run.
     deferral: Deferral,
@@ -387,6 +391,7 @@ impl PciBus {
             lazy_commits: false,
             lazy_commit_skew: 0,
             whole_skew: 0,
+            start_skew: 0,
             deferral: Deferral::Behind,
             folded_dma: None,
             dma_fold_skew: 0,
@@ -719,7 +724,11 @@ impl PciBus {
                 self.run_to(now, ctx, &mut mem);
                 let mut last = now;
                 if self.turnaround_is_fixed(now, ctx.tracing()) {
-                    self.step(now + 1, ctx, &mut mem);
+                    if mem.as_deref().is_some_and(HostMemory::has_hits) {
+                        self.step(now + 1, ctx, &mut mem);
+                    } else {
+                        self.apply_turnaround(now + 1, ctx);
+                    }
                     self.clk_next = now + 2;
                     last = now + 1;
                 }
@@ -835,6 +844,14 @@ impl PciBus {
                     self.clk_next = stop;
                     continue;
                 }
+                // A commit due in this clock of a quiet bus: what the per-clock function
+                // does then, without it.
+                if self.params.stepping == Stepping::FastForward {
+                    let c = self.clk_next;
+                    self.quiet_commit(c, ctx, mem);
+                    self.clk_next = c + 1;
+                    continue;
+                }
             }
             let c = self.clk_next;
             // Plain data phases need a transaction in progress, held-off idle clocks
@@ -852,6 +869,11 @@ impl PciBus {
                     continue;
                 }
             } else {
+                let started = self.start_run(c, target, ctx, mem);
+                if started > 0 {
+                    self.clk_next = c + started;
+                    continue;
+                }
                 let held = self.held_idle_run(c, target + 1 - c);
                 if held > 0 {
                     self.advance_held_idle(held);

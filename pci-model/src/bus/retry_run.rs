@@ -82,7 +82,7 @@ impl PciBus {
     /// Whether the bridge has the data of `head`'s read, latched, by the DEVSEL# edge
     /// of an attempt whose address phase is clock `c`.
     #[inline(always)]
-    fn data_by_devsel(&self, head: &super::Queued, c: u64) -> bool {
+    pub(super) fn data_by_devsel(&self, head: &super::Queued, c: u64) -> bool {
         self.bridge.as_ref().is_some_and(|b| {
             let devsel = b.params().devsel.clocks();
             b.slot_for(head.req.addr + head.done, head.req.command)

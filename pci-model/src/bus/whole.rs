@@ -278,16 +278,16 @@ impl PciBus {
     }
 
     /// Debug builds: a copy of the bus stepped clock by clock from `c` to `last`, its
-    /// outputs collected instead of sent (`None` with the skew hook on: nothing to
-    /// compare then).
+    /// outputs collected instead of sent (`None` with a skew hook on, this file's or
+    /// `start.rs`'s: nothing to compare then).
     #[cfg(debug_assertions)]
-    fn stepped_copy<M: From<PciMsg>>(
+    pub(super) fn stepped_copy<M: From<PciMsg>>(
         &mut self,
         c: u64,
         last: u64,
         ctx: &mut Ctx<'_, M>,
     ) -> Option<(PciBus, Vec<super::Captured>)> {
-        if self.whole_skew > 0 {
+        if self.whole_skew > 0 || self.start_skew > 0 {
             return None;
         }
         // The transaction log is not copied (it only grows with the run); `finish`
@@ -308,7 +308,7 @@ impl PciBus {
     /// stepped clock by clock: counters, phase, arbiter, queues, device reads, bridge,
     /// the transaction, and `out`, the outputs of the last clock.
     #[cfg(debug_assertions)]
-    fn check_whole(
+    pub(super) fn check_whole(
         &self,
         reference: Option<(PciBus, Vec<super::Captured>)>,
         out: &[super::Captured],
