@@ -6,16 +6,19 @@
 //! of clock by clock.
 //!
 //! What makes the outcome fixed: no other master has a request, so every other REQ#
-//! line is off; GNT# parked on the master ([`ParkPolicy::LastMaster`]) stays there in
+//! line is off; GNT# parked on the master (`ParkPolicy::LastMaster`) stays there in
 //! every one of these clocks (`Arbiter::step_one` changes nothing but the record of who
 //! started); the master's own line turns on once its hold-off has passed and its request
 //! has arrived (`MasterPort::req_on_from`), and it starts in the first idle clock that
 //! sees it on. A turnaround clock in which the line is on already is a clock the master
-//! waits for the bus with GNT#. No posted write commits in these clocks and no watcher of
-//! host memory is waiting to be told (`step` would do either first), and a read of host
-//! memory is left to the per-clock function and the Retry runs of `retry_run.rs`. Every
-//! input up to the start clock has been accepted (the bus steps a clock only once every
-//! input landing at or before its edge has been), so none can change them.
+//! waits for the bus with GNT#. On a bus with the host bridge, no watcher of host memory
+//! is waiting to be told and every posted write that commits in these clocks is a lazy
+//! one (`step` commits each in its clock, which writes nothing and tells nobody: they
+//! are committed together by the start's edge), and a read of host memory is taken only
+//! where its data is latched by its DEVSEL# edge (else the Retry runs of `retry_run.rs`
+//! take it, and the attempt that latches it is stepped). Every input up to the start
+//! clock has been accepted (the bus steps a clock only once every input landing at or
+//! before its edge has been), so none can change them.
 //!
 //! The counters, the bus phase, the arbiter and the transaction begun end as the
 //! per-clock function leaves them. Debug builds check every application against a copy
