@@ -80,15 +80,7 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         mem: &mut Option<&mut HostMemory>,
     ) {
-        let t_c = self.edge(c);
-        if let Some(b) = self.bridge.as_mut() {
-            b.commit_due(t_c, mem);
-            if let Some(m) = mem.as_deref_mut().filter(|m| m.has_hits()) {
-                for who in m.drain_hits() {
-                    ctx.send(who, PciMsg::WatchedWrite { at: t_c }.into());
-                }
-            }
-        }
+        self.commit_clock(c, ctx, mem);
         // With no request queued, or only the one in progress, every REQ# line is off
         // (a master requests for a queued request other than the one it is moving):
         // the lines, the arbiter's look at them and the grant-wait counters need no loop.
@@ -259,6 +251,26 @@ impl PciBus {
         }
     }
 
+    /// What clock `c` does first: the host bridge commits the posted writes due at its
+    /// edge, and every watcher of host memory a commit wrote into is told.
+    #[inline(always)]
+    fn commit_clock<M: From<PciMsg>>(
+        &mut self,
+        c: u64,
+        ctx: &mut Ctx<'_, M>,
+        mem: &mut Option<&mut HostMemory>,
+    ) {
+        let t_c = self.edge(c);
+        if let Some(b) = self.bridge.as_mut() {
+            b.commit_due(t_c, mem);
+            if let Some(m) = mem.as_deref_mut().filter(|m| m.has_hits()) {
+                for who in m.drain_hits() {
+                    ctx.send(who, PciMsg::WatchedWrite { at: t_c }.into());
+                }
+            }
+        }
+    }
+
     /// Clock `c` of a quiet bus (idle, nothing queued, GNT# stable: `idle_quiescent`)
     /// in which a posted write commits, as [`PciBus::step`] steps it (fast stepping):
     /// the commit and its watchers told, nobody starts, an idle clock, the arbiter with
@@ -270,15 +282,7 @@ impl PciBus {
         mem: &mut Option<&mut HostMemory>,
     ) {
         debug_assert!(self.idle_quiescent(), "a quiet commit clock on a busy bus");
-        let t_c = self.edge(c);
-        if let Some(b) = self.bridge.as_mut() {
-            b.commit_due(t_c, mem);
-            if let Some(m) = mem.as_deref_mut().filter(|m| m.has_hits()) {
-                for who in m.drain_hits() {
-                    ctx.send(who, PciMsg::WatchedWrite { at: t_c }.into());
-                }
-            }
-        }
+        self.commit_clock(c, ctx, mem);
         self.stats.cycles += 1;
         self.stats.idle_cycles += 1;
         self.arb.step_no_requests(true);

@@ -74,16 +74,7 @@ impl PciBus {
         }
         self.apply_start(g, c, start, waits, ctx, mem);
         #[cfg(debug_assertions)]
-        {
-            let out = self.capture.take().unwrap_or_default();
-            self.check_whole(reference, &out, c, start);
-            for (to, at, msg, pass) in out {
-                match pass {
-                    Some(p) => self.emit_deferred(ctx, to, at, msg, p),
-                    None => self.emit(ctx, to, at, msg),
-                }
-            }
-        }
+        self.check_and_send(reference, (c, start), ctx);
         start + 1 - c
     }
 
@@ -178,18 +169,8 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         mem: &mut Option<&mut HostMemory>,
     ) {
-        let t_upto = self.edge(upto);
-        if let Some(b) = self.bridge.as_mut() {
-            b.commit_due(t_upto, mem);
-        }
-        let n = upto + 1 - c;
-        self.stats.cycles += n;
-        self.stats.idle_cycles += n;
-        if waits {
-            if let Some(s) = self.stats.per_master.get_mut(g) {
-                s.wait_for_grant_cycles += 1;
-            }
-        }
+        self.commit_lazy_by(upto, mem);
+        self.count_idle(g, upto + 1 - c, waits);
         self.phase.set(BusPhase::Idle, ctx);
     }
 
@@ -205,26 +186,38 @@ impl PciBus {
         ctx: &mut Ctx<'_, M>,
         mem: &mut Option<&mut HostMemory>,
     ) {
-        // The lazy commits of these clocks, each applied in its clock by the per-clock
-        // function, in order: they write nothing and tell nobody, so applying them by
-        // the start's edge leaves host memory and the bridge as that does.
-        let t_start = self.edge(start);
-        if let Some(b) = self.bridge.as_mut() {
-            b.commit_due(t_start, mem);
-        }
-        let idle = start - c;
-        self.stats.cycles += idle + 1;
-        self.stats.idle_cycles += idle;
+        self.commit_lazy_by(start, mem);
+        self.count_idle(g, start - c, waits);
+        self.stats.cycles += 1;
         self.stats.busy_cycles += 1;
-        if waits {
-            if let Some(s) = self.stats.per_master.get_mut(g) {
-                s.wait_for_grant_cycles += 1;
-            }
-        }
         // `begin` runs in the clock being stepped (its outputs are that clock's).
         self.clk_next = start;
         self.begin(g, start, ctx);
         self.arb.record_start(g);
         self.phase.set(BusPhase::Address, ctx);
+    }
+
+    /// The lazy commits due by clock `k`'s edge (the callers checked that every one due
+    /// is lazy), each applied in its clock by the per-clock function, in order: they
+    /// write nothing and tell nobody, so applying them together leaves host memory and
+    /// the bridge as that does.
+    fn commit_lazy_by(&mut self, k: u64, mem: &mut Option<&mut HostMemory>) {
+        let t = self.edge(k);
+        if let Some(b) = self.bridge.as_mut() {
+            b.commit_due(t, mem);
+        }
+    }
+
+    /// `n` idle clocks (a turnaround and the ones after it) before master `g`'s start;
+    /// `waits`: `g` waits for the bus in the first (its REQ# line is on in the
+    /// turnaround).
+    fn count_idle(&mut self, g: usize, n: u64, waits: bool) {
+        self.stats.cycles += n;
+        self.stats.idle_cycles += n;
+        if waits {
+            if let Some(s) = self.stats.per_master.get_mut(g) {
+                s.wait_for_grant_cycles += 1;
+            }
+        }
     }
 }

@@ -224,14 +224,7 @@ impl PciBus {
             // sends them, in the same order.
             self.capture = Some(Vec::new());
             self.finish(last, last, None, ctx, mem);
-            let out = self.capture.take().unwrap_or_default();
-            self.check_whole(reference, &out, c, last);
-            for (to, at, msg, pass) in out {
-                match pass {
-                    Some(p) => self.emit_deferred(ctx, to, at, msg, p),
-                    None => self.emit(ctx, to, at, msg),
-                }
-            }
+            self.check_and_send(reference, (c, last), ctx);
         }
         #[cfg(not(debug_assertions))]
         self.finish(last, last, None, ctx, mem);
@@ -302,6 +295,27 @@ impl PciBus {
         }
         let out = copy.capture.take().unwrap_or_default();
         Some((copy, out))
+    }
+
+    /// Debug builds: the outputs collected while clocks `c ..= last` were applied whole
+    /// (`capture`, turned off here) are compared with those of the copy stepped clock by
+    /// clock, with the rest of the bus (`check_whole`), then sent as `emit` sends them,
+    /// in the same order.
+    #[cfg(debug_assertions)]
+    pub(super) fn check_and_send<M: From<PciMsg>>(
+        &mut self,
+        reference: Option<(PciBus, Vec<super::Captured>)>,
+        (c, last): (u64, u64),
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let out = self.capture.take().unwrap_or_default();
+        self.check_whole(reference, &out, c, last);
+        for (to, at, msg, pass) in out {
+            match pass {
+                Some(p) => self.emit_deferred(ctx, to, at, msg, p),
+                None => self.emit(ctx, to, at, msg),
+            }
+        }
     }
 
     /// Debug builds: the bus after clocks `c ..= last` were applied whole is the copy
