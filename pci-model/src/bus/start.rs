@@ -99,25 +99,33 @@ impl PciBus {
     /// posted write that commits by then is a lazy one (its commit tells nobody: it is
     /// applied with the start).
     fn bridge_allows_start(&self, g: usize, start: u64, mem: &Option<&mut HostMemory>) -> bool {
+        if self.bridge.is_none() {
+            return true;
+        }
+        let Some(q) = self.masters.get(g).and_then(|p| p.queue.front()) else {
+            return false;
+        };
+        let waits_for_data = q.req.command.is_read()
+            && self
+                .decode(q.req.addr + q.done, g)
+                .is_some_and(|ti| matches!(self.targets[ti].kind, TargetKind::HostBridge))
+            && !self.data_by_devsel(q, start);
+        !waits_for_data && self.quiet_commits_through(start, mem)
+    }
+
+    /// Whether the clocks up to clock `k` can be applied without the per-clock
+    /// function's first step (`step` commits and tells watchers in each clock): no
+    /// watcher of host memory waits to be told, and every posted write that commits by
+    /// then is a lazy one. Always on a bus without the host bridge.
+    fn quiet_commits_through(&self, k: u64, mem: &Option<&mut HostMemory>) -> bool {
         let Some(b) = self.bridge.as_ref() else {
             return true;
         };
         if mem.as_deref().is_some_and(HostMemory::has_hits) {
             return false;
         }
-        let Some(q) = self.masters.get(g).and_then(|p| p.queue.front()) else {
-            return false;
-        };
-        if q.req.command.is_read()
-            && self
-                .decode(q.req.addr + q.done, g)
-                .is_some_and(|ti| matches!(self.targets[ti].kind, TargetKind::HostBridge))
-            && !self.data_by_devsel(q, start)
-        {
-            return false;
-        }
         match self.next_commit_clock() {
-            Some(k) if k <= start => b.commits_lazy_through(self.edge(start)),
+            Some(due) if due <= k => b.commits_lazy_through(self.edge(k)),
             _ => true,
         }
     }
@@ -140,14 +148,8 @@ impl PciBus {
         if self.phase.state() == BusPhase::Idle || upto < c {
             return 0; // an idle clock: the held-off run of `bulk.rs` takes it
         }
-        if let Some(b) = self.bridge.as_ref() {
-            let commits_lazy = match self.next_commit_clock() {
-                Some(k) if k <= upto => b.commits_lazy_through(self.edge(upto)),
-                _ => true,
-            };
-            if !commits_lazy || mem.as_deref().is_some_and(HostMemory::has_hits) {
-                return 0;
-            }
+        if !self.quiet_commits_through(upto, mem) {
+            return 0;
         }
         #[cfg(debug_assertions)]
         let reference = self.stepped_copy(c, upto, ctx);
